@@ -1,0 +1,9 @@
+// kiln: lazily evaluated tensor graphs. Include this one header for the whole C++ API.
+#pragma once
+
+#include "kiln/error.hpp"
+#include "kiln/executor.hpp"
+#include "kiln/graph.hpp"
+#include "kiln/ops.hpp"
+#include "kiln/tensor.hpp"
+#include "kiln/types.hpp"

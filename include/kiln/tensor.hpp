@@ -1,0 +1,131 @@
+// kiln::Tensor: a cheap, copyable handle to a node of an immutable, lazily evaluated graph.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/error.hpp"
+#include "kiln/types.hpp"
+
+namespace kiln {
+
+namespace detail {
+struct Node;
+}
+
+class Tensor {
+ public:
+  // An empty handle; every operation on it except `defined()` throws.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<detail::Node> node);
+  // Handles are counted per node, so that executors know which results users can still read.
+  Tensor(const Tensor& other);
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(const Tensor& other);
+  Tensor& operator=(Tensor&& other) noexcept;
+  ~Tensor();
+
+  // Copies `data` (shape's product elements, row-major) into a new leaf tensor.
+  template <class T> static Tensor from(const T* data, Shape shape) {
+    return from_bytes(data, dtype_of_v<T>, std::move(shape));
+  }
+  template <class T> static Tensor from(const std::vector<T>& data, Shape shape) {
+    check_count(static_cast<std::int64_t>(data.size()), shape);
+    return from_bytes(data.data(), dtype_of_v<T>, std::move(shape));
+  }
+  // A 1-D tensor holding `data`.
+  template <class T> static Tensor from(const std::vector<T>& data) {
+    return from(data, Shape{static_cast<std::int64_t>(data.size())});
+  }
+  static Tensor from_bytes(const void* data, DType dtype, Shape shape);
+
+  bool defined() const { return node_ != nullptr; }
+  const Shape& shape() const;
+  std::int64_t dim(int axis) const;  // negative axes count from the end
+  int rank() const;
+  std::int64_t numel() const;
+  DType dtype() const;
+
+  // ---- evaluation and reading -------------------------------------------------------------
+  // Computes this tensor (and whatever of its graph is not computed yet) and keeps the result.
+  const Tensor& eval() const;
+  bool is_evaluated() const;
+  // The values in row-major order, converted to T. Evaluates if needed.
+  template <class T> std::vector<T> to_vector() const {
+    std::vector<T> out(static_cast<std::size_t>(numel()));
+    copy_to(out.data(), dtype_of_v<T>);
+    return out;
+  }
+  // Writes numel() values of type `as` to `dst`. Evaluates if needed.
+  void copy_to(void* dst, DType as) const;
+  // One element, converted to T; negative indices count from the end.
+  template <class T> T at(std::span<const std::int64_t> index) const {
+    return element(index).template as<T>();
+  }
+  template <class T> T at(std::initializer_list<std::int64_t> index) const {
+    return at<T>(std::span<const std::int64_t>(index.begin(), index.size()));
+  }
+  // The only element of a tensor with exactly one element (of any rank).
+  template <class T> T item() const { return item_scalar().template as<T>(); }
+  Scalar item_scalar() const;
+  Scalar element(std::span<const std::int64_t> index) const;
+
+  // ---- graph introspection -----------------------------------------------------------------
+  std::string_view op_name() const;  // "store", "add", "reshape", ...
+  std::vector<Tensor> inputs() const;
+  const std::string& name() const;
+  Tensor& set_name(std::string name);
+  // True when both handles refer to the same graph node.
+  bool same_node(const Tensor& other) const { return node_ == other.node_; }
+  // For executors and the C API.
+  const std::shared_ptr<detail::Node>& node() const { return node_; }
+
+  // ---- broadcasting mode ------------------------------------------------------------------
+  // A handle to the same node that binary ops broadcast inversely (aligned at the left).
+  // The mark belongs to this handle only and never passes to results.
+  Tensor inverse_broadcast() const;
+  Tensor normal_broadcast() const;
+  bool is_inverse_broadcast() const { return inverse_broadcast_; }
+
+  // ---- method forms of common ops (see ops.hpp for all ops) --------------------------------
+  Tensor reshape(Shape shape) const;
+  Tensor flatten() const;
+  Tensor permute(std::vector<int> perm) const;
+  Tensor transpose() const;  // reverses all dimensions
+  Tensor transpose(int axis_a, int axis_b) const;
+  Tensor slice(std::vector<std::int64_t> start, std::vector<std::int64_t> stop) const;
+  Tensor slice(std::vector<std::int64_t> start, std::vector<std::int64_t> stop,
+               std::vector<std::int64_t> step) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int axis) const;
+  Tensor unsqueeze(int axis) const;
+  Tensor contiguous() const;
+  Tensor convert(DType to) const;
+  Tensor sum() const;
+  Tensor sum(std::vector<int> axes, bool keepdims = false) const;
+  Tensor mean() const;
+  Tensor mean(std::vector<int> axes, bool keepdims = false) const;
+  Tensor max() const;
+  Tensor max(std::vector<int> axes, bool keepdims = false) const;
+  Tensor min() const;
+  Tensor min(std::vector<int> axes, bool keepdims = false) const;
+
+ private:
+  static void check_count(std::int64_t count, const Shape& shape);
+  const detail::Node& n() const;
+
+  std::shared_ptr<detail::Node> node_;
+  bool inverse_broadcast_ = false;
+};
+
+// Prints shape, dtype and values (abbreviated with "..." when large).
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+std::string to_string(const Tensor& t);
+
+}  // namespace kiln

@@ -1,0 +1,18 @@
+# Shared helpers for scripts/*.sh (sourced, not run).
+
+section() {
+  printf '\n==== %s ====\n' "$*"
+}
+
+# configure_ninja BUILD_DIR [cmake args...]: configures with Ninja, starting the build directory
+# afresh if an earlier configure used another generator.
+configure_ninja() {
+  local dir=$1
+  shift
+  if [ -f "$dir/CMakeCache.txt" ] &&
+     ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$dir/CMakeCache.txt"; then
+    echo "$dir was configured with another generator; starting it afresh"
+    rm -rf "$dir"
+  fi
+  cmake -S . -B "$dir" -G Ninja "$@"
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs all kiln tests: unit tests (Release), install + consumer check,
+# and the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+source scripts/common.sh
+
+section "setup"
+./scripts/setup.sh
+
+section "Release build (build/)"
+configure_ninja build -DCMAKE_BUILD_TYPE=Release -DKILN_SANITIZE=OFF \
+  -DKILN_BUILD_TESTS=ON -DKILN_BUILD_EXAMPLES=ON
+cmake --build build -j2
+
+section "unit tests (Release)"
+ctest --test-dir build --output-on-failure -j2
+
+section "install into build/install-prefix"
+rm -rf build/install-prefix
+cmake --install build --prefix "$ROOT/build/install-prefix"
+
+section "consumer project (tests/consumer) against the installed package"
+rm -rf build/consumer
+cmake -S tests/consumer -B build/consumer -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$ROOT/build/install-prefix"
+cmake --build build/consumer -j2
+env -u LD_LIBRARY_PATH ./build/consumer/kiln_consumer
+
+section "sanitizer build (build-asan/, ASan + UBSan)"
+export ASAN_OPTIONS=detect_leaks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+configure_ninja build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 -DKILN_SANITIZE=ON \
+  -DKILN_BUILD_TESTS=ON -DKILN_BUILD_EXAMPLES=OFF
+cmake --build build-asan -j2
+
+section "unit tests (ASan + UBSan)"
+ctest --test-dir build-asan --output-on-failure -j2
+
+section "all tests passed"

@@ -1,0 +1,36 @@
+// Helpers every op builder uses: validation with uniform error messages, and node creation.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "graph/node.hpp"
+#include "kiln/error.hpp"
+#include "kiln/tensor.hpp"
+
+namespace kiln::detail {
+
+// Throws kiln::Error(code, "<op>: <what>").
+[[noreturn]] void fail(ErrorCode code, std::string_view op, const std::string& what);
+
+// The node of a defined handle; an empty handle is an error of `op`.
+const NodePtr& node_of(const Tensor& t, std::string_view op);
+
+// A new node after checking that `shape` has no negative sizes and an addressable element count.
+Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs = {});
+
+// A view node over `input`: `fold` applies the view op to the input's own map, so chains of views
+// compose into one map over the nearest node that holds or will hold a buffer.
+Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,
+                 const std::function<ViewMap(const ViewMap&)>& fold);
+
+// `axis` in [-rank, rank) as a non-negative axis, else an illegal_dimension error of `op`.
+int normalize_axis(std::string_view op, int axis, int rank, const Shape& shape);
+
+// A per-dimension argument must have one entry per dimension.
+void check_arity(std::string_view op, std::size_t given, const Shape& shape, const char* what);
+
+std::string shape_str(const Shape& s);
+
+}  // namespace kiln::detail

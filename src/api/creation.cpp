@@ -1,0 +1,70 @@
+// Leaf tensors: constants, index tensors and random values.
+#include <atomic>
+
+#include "api/builder.hpp"
+#include "exec/operand.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln {
+
+using detail::Op;
+
+Tensor scalar(Scalar value) {
+  Tensor t = detail::make_node(Op::store, value.dtype(), {}, {});
+  auto buffer = std::make_shared<detail::Buffer>(value.dtype(), 1);
+  detail::dispatch(value.dtype(), [&]<class T>() { *buffer->as<T>() = value.as<T>(); });
+  t.node()->result = std::move(buffer);
+  return t;
+}
+
+Tensor full(Shape shape, Scalar value, DType dtype) {
+  Tensor s = scalar(value.cast(dtype));
+  return shape.empty() ? s : broadcast_to(s, std::move(shape));
+}
+Tensor full(Shape shape, Scalar value) { return full(std::move(shape), value, value.dtype()); }
+Tensor zeros(Shape shape, DType dtype) { return full(std::move(shape), 0, dtype); }
+Tensor ones(Shape shape, DType dtype) { return full(std::move(shape), 1, dtype); }
+
+Tensor arange(std::int64_t n) {
+  if (n < 0) detail::fail(ErrorCode::illegal_dimension, "arange", "negative length " + std::to_string(n));
+  Tensor t = detail::make_node(Op::store, DType::i64, {n}, {});
+  auto buffer = std::make_shared<detail::Buffer>(DType::i64, n);
+  for (std::int64_t i = 0; i < n; ++i) buffer->as<std::int64_t>()[i] = i;
+  t.node()->result = std::move(buffer);
+  return t;
+}
+
+Tensor arange(Shape shape, int axis) {
+  const int rank = static_cast<int>(shape.size());
+  const int ax = detail::normalize_axis("arange", axis, rank, shape);
+  if (shape[ax] < 0)
+    detail::fail(ErrorCode::illegal_dimension, "arange", "negative size in shape " + shape_to_string(shape));
+  Shape column(shape.size(), 1);
+  column[ax] = shape[ax];
+  return broadcast_to(reshape(arange(shape[ax]), column), std::move(shape));
+}
+
+Tensor uniform(Shape shape, std::uint64_t seed, DType dtype) {
+  if (!is_float(dtype))
+    detail::fail(ErrorCode::wrong_type, "uniform",
+                 std::string("needs a float type, got ") + dtype_name(dtype));
+  detail::Attrs attrs;
+  attrs.seed = seed;
+  return detail::make_node(Op::random_uniform, dtype, std::move(shape), {}, std::move(attrs));
+}
+
+namespace {
+std::atomic<std::uint64_t> global_seed_state{0x2545f4914f6cdd1dULL};
+
+std::uint64_t next_global_seed() {
+  std::uint64_t z = global_seed_state.fetch_add(0x9e3779b97f4a7c15ULL) + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+Tensor uniform(Shape shape, DType dtype) { return uniform(std::move(shape), next_global_seed(), dtype); }
+void manual_seed(std::uint64_t seed) { global_seed_state.store(seed); }
+
+}  // namespace kiln

@@ -1,0 +1,161 @@
+// Elementwise ops: unary math, binary arithmetic and comparisons with broadcasting, where.
+#include <optional>
+
+#include "api/builder.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln {
+
+using detail::Op;
+
+namespace {
+
+// The shape two shapes broadcast to when aligned at the right (normal) or at the left (inverse):
+// missing dimensions and dimensions of size 1 repeat.
+std::optional<Shape> broadcast_shape(const Shape& a, const Shape& b, bool inverse) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  auto dim = [&](const Shape& s, std::size_t d) -> std::int64_t {
+    const std::size_t missing = rank - s.size();
+    if (inverse) return d < s.size() ? s[d] : 1;
+    return d < missing ? 1 : s[d - missing];
+  };
+  Shape out(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t x = dim(a, d), y = dim(b, d);
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[d] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+struct BroadcastPlan {
+  Shape shape;
+  bool inverse;
+};
+
+// Normal broadcasting wins where both fit, unless an operand is marked for inverse broadcasting.
+BroadcastPlan plan(std::string_view op, const Shape& a, bool a_marked, const Shape& b,
+                   bool b_marked) {
+  const bool marked = a_marked || b_marked;
+  if (!marked)
+    if (auto s = broadcast_shape(a, b, false)) return {*s, false};
+  if (auto s = broadcast_shape(a, b, true)) return {*s, true};
+  detail::fail(ErrorCode::incompatible_shapes, op,
+               "incompatible shapes " + shape_to_string(a) + " and " + shape_to_string(b) +
+                   (marked ? " (inverse broadcasting enforced)" : ""));
+}
+
+Tensor broadcast_operand(const Tensor& t, const Shape& shape, bool inverse) {
+  return t.shape() == shape ? t.normal_broadcast() : broadcast_to(t, shape, inverse);
+}
+
+Tensor binary(Op op, const Tensor& a, const Tensor& b) {
+  const std::string_view name = detail::op_info(op).name;
+  detail::node_of(a, name);
+  detail::node_of(b, name);
+  const BroadcastPlan p =
+      plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(), b.is_inverse_broadcast());
+  const DType dtype = detail::result_type(op, promote(a.dtype(), b.dtype()));
+  const Tensor x = broadcast_operand(a, p.shape, p.inverse);
+  const Tensor y = broadcast_operand(b, p.shape, p.inverse);
+  return detail::make_node(op, dtype, p.shape, {x.node(), y.node()});
+}
+
+Tensor unary(Op op, const Tensor& a) {
+  const std::string_view name = detail::op_info(op).name;
+  detail::node_of(a, name);
+  if (op == Op::even && is_float(a.dtype()))
+    detail::fail(ErrorCode::wrong_type, name,
+                 std::string("needs an integer tensor, got ") + dtype_name(a.dtype()) + " " +
+                     shape_to_string(a.shape()));
+  return detail::make_node(op, detail::result_type(op, a.dtype()), a.shape(), {a.node()});
+}
+
+}  // namespace
+
+#define KILN_BINARY(fn) \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary(Op::fn, a, b); }
+KILN_BINARY(add)
+KILN_BINARY(sub)
+KILN_BINARY(mul)
+KILN_BINARY(div)
+KILN_BINARY(pow)
+KILN_BINARY(minimum)
+KILN_BINARY(maximum)
+KILN_BINARY(less)
+KILN_BINARY(greater)
+KILN_BINARY(equal)
+KILN_BINARY(less_equal)
+KILN_BINARY(greater_equal)
+KILN_BINARY(not_equal)
+#undef KILN_BINARY
+
+#define KILN_UNARY(fn) \
+  Tensor fn(const Tensor& a) { return unary(Op::fn, a); }
+KILN_UNARY(neg)
+KILN_UNARY(abs)
+KILN_UNARY(sign)
+KILN_UNARY(even)
+KILN_UNARY(sqrt)
+KILN_UNARY(exp)
+KILN_UNARY(expm1)
+KILN_UNARY(log)
+KILN_UNARY(log2)
+KILN_UNARY(log10)
+KILN_UNARY(log1p)
+KILN_UNARY(sin)
+KILN_UNARY(cos)
+KILN_UNARY(tan)
+KILN_UNARY(asin)
+KILN_UNARY(acos)
+KILN_UNARY(atan)
+KILN_UNARY(sinh)
+KILN_UNARY(cosh)
+KILN_UNARY(tanh)
+KILN_UNARY(asinh)
+KILN_UNARY(acosh)
+KILN_UNARY(atanh)
+KILN_UNARY(square)
+KILN_UNARY(reciprocal)
+KILN_UNARY(sigmoid)
+KILN_UNARY(relu)
+#undef KILN_UNARY
+
+Tensor convert(const Tensor& a, DType to) {
+  detail::node_of(a, "convert");
+  return detail::make_node(Op::convert, to, a.shape(), {a.node()});
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  for (const Tensor* t : {&cond, &a, &b}) detail::node_of(*t, "where");
+  const BroadcastPlan values =
+      plan("where", a.shape(), a.is_inverse_broadcast(), b.shape(), b.is_inverse_broadcast());
+  const Shape shape =
+      plan("where", cond.shape(), cond.is_inverse_broadcast(), values.shape, false).shape;
+  // Each operand aligns on its own: inversely when marked, else normally where that fits.
+  auto align = [&](const Tensor& t) {
+    if (t.shape() == shape) return t.normal_broadcast();
+    const bool normal_fits =
+        !t.is_inverse_broadcast() && broadcast_shape(t.shape(), shape, false) == shape;
+    return broadcast_to(t, shape, !normal_fits);
+  };
+  const Tensor c = align(cond), x = align(a), y = align(b);
+  return detail::make_node(Op::where, promote(a.dtype(), b.dtype()), shape,
+                           {c.node(), x.node(), y.node()});
+}
+
+Tensor compare(const Tensor& a, const Tensor& b, Comparison op, Scalar true_value,
+               Scalar false_value) {
+  Tensor test;
+  switch (op) {
+    case Comparison::less: test = less(a, b); break;
+    case Comparison::greater: test = greater(a, b); break;
+    case Comparison::equal: test = equal(a, b); break;
+    case Comparison::less_equal: test = less_equal(a, b); break;
+    case Comparison::greater_equal: test = greater_equal(a, b); break;
+    case Comparison::not_equal: test = not_equal(a, b); break;
+  }
+  return where(test, scalar(true_value), scalar(false_value));
+}
+
+}  // namespace kiln

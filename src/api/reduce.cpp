@@ -1,0 +1,69 @@
+// Reductions over any set of axes, with keepdims as a reshape of the result.
+#include <algorithm>
+
+#include "api/builder.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln {
+
+using detail::Op;
+
+namespace {
+
+Tensor reduce(Op op, const Tensor& a, std::vector<int> axes, bool keepdims) {
+  const std::string_view name = detail::op_info(op).name;
+  detail::node_of(a, name);
+  const int rank = a.rank();
+  if (axes.empty())
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  for (int& ax : axes) ax = detail::normalize_axis(name, ax, rank, a.shape());
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    detail::fail(ErrorCode::illegal_dimension, name,
+                 "an axis appears twice for shape " + shape_to_string(a.shape()));
+  const bool needs_elements = op == Op::min || op == Op::max || op == Op::argmax ||
+                              op == Op::argmin;
+  Shape shape, kept = a.shape();
+  for (int d = 0; d < rank; ++d) {
+    const bool reduced = std::binary_search(axes.begin(), axes.end(), d);
+    if (reduced && needs_elements && a.shape()[d] == 0)
+      detail::fail(ErrorCode::incompatible_shapes, name,
+                   "cannot reduce the empty dimension " + std::to_string(d) + " of " +
+                       shape_to_string(a.shape()));
+    if (reduced) kept[d] = 1;
+    else shape.push_back(a.shape()[d]);
+  }
+  detail::Attrs attrs;
+  attrs.axes.assign(axes.begin(), axes.end());
+  Tensor r = detail::make_node(op, detail::result_type(op, a.dtype()), std::move(shape),
+                               {a.node()}, std::move(attrs));
+  return keepdims ? reshape(r, kept) : r;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a, std::vector<int> axes, bool keepdims) {
+  return reduce(Op::sum, a, std::move(axes), keepdims);
+}
+Tensor prod(const Tensor& a, std::vector<int> axes, bool keepdims) {
+  return reduce(Op::prod, a, std::move(axes), keepdims);
+}
+Tensor min(const Tensor& a, std::vector<int> axes, bool keepdims) {
+  return reduce(Op::min, a, std::move(axes), keepdims);
+}
+Tensor max(const Tensor& a, std::vector<int> axes, bool keepdims) {
+  return reduce(Op::max, a, std::move(axes), keepdims);
+}
+Tensor mean(const Tensor& a, std::vector<int> axes, bool keepdims) {
+  return reduce(Op::mean, a, std::move(axes), keepdims);
+}
+Tensor argmax(const Tensor& a, int axis, bool keepdims) {
+  return reduce(Op::argmax, a, {axis}, keepdims);
+}
+Tensor argmin(const Tensor& a, int axis, bool keepdims) {
+  return reduce(Op::argmin, a, {axis}, keepdims);
+}
+Tensor argmax(const Tensor& a) { return argmax(flatten(a), 0); }
+Tensor argmin(const Tensor& a) { return argmin(flatten(a), 0); }
+
+}  // namespace kiln

@@ -1,0 +1,316 @@
+// Shape ops. All are views (index maps, no copy) except concat and contiguous; the composite
+// ones (extend, repeat, expand, squeeze, ...) are built from the five view primitives.
+#include <algorithm>
+
+#include "api/builder.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln {
+
+using detail::Op;
+using I64s = std::vector<std::int64_t>;
+
+Tensor reshape(const Tensor& a, Shape shape) {
+  detail::node_of(a, "reshape");
+  int inferred = -1;
+  std::int64_t known = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1 && inferred < 0) {
+      inferred = static_cast<int>(d);
+    } else if (shape[d] < 0) {
+      detail::fail(ErrorCode::incompatible_shapes, "reshape",
+                   "cannot reshape " + shape_to_string(a.shape()) + " to " +
+                       shape_to_string(shape) + " (one -1 at most, no other negative sizes)");
+    } else if (shape[d] != 0 && known > (std::int64_t{1} << 62) / shape[d]) {
+      known = -1;  // more elements than any tensor can hold: cannot match
+      break;
+    } else {
+      known *= shape[d];
+    }
+  }
+  const std::int64_t n = a.numel();
+  if (inferred >= 0 && known > 0 && n % known == 0) shape[inferred] = n / known;
+  if (known < 0 || (inferred >= 0 && shape[inferred] == -1) ||
+      detail::shape_numel(shape) != n)
+    detail::fail(ErrorCode::incompatible_shapes, "reshape",
+                 "cannot reshape " + shape_to_string(a.shape()) + " (" + std::to_string(n) +
+                     " elements) to " + shape_to_string(shape));
+  Shape target = shape;
+  return detail::make_view(Op::reshape, a, std::move(shape), {},
+                           [&](const detail::ViewMap& m) { return m.reshape(target); });
+}
+
+Tensor flatten(const Tensor& a) { return reshape(a, {-1}); }
+
+Tensor flatten(const Tensor& a, int axis) {
+  detail::node_of(a, "flatten");
+  const int rank = a.rank();
+  const int ax = detail::normalize_axis("flatten", axis, rank, a.shape());
+  if (ax == 0)
+    detail::fail(ErrorCode::illegal_dimension, "flatten",
+                 "dimension 0 of " + shape_to_string(a.shape()) + " has no dimension before it");
+  Shape s = a.shape();
+  s[ax - 1] *= s[ax];
+  s.erase(s.begin() + ax);
+  return reshape(a, s);
+}
+
+Tensor permute(const Tensor& a, std::vector<int> perm) {
+  detail::node_of(a, "permute");
+  const int rank = a.rank();
+  detail::check_arity("permute", perm.size(), a.shape(), "permutation");
+  std::vector<bool> seen(perm.size(), false);
+  for (int& p : perm) {
+    p = detail::normalize_axis("permute", p, rank, a.shape());
+    if (seen[p])
+      detail::fail(ErrorCode::illegal_dimension, "permute",
+                   "dimension " + std::to_string(p) + " appears twice in the permutation of " +
+                       shape_to_string(a.shape()));
+    seen[p] = true;
+  }
+  Shape shape(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) shape[i] = a.shape()[perm[i]];
+  detail::Attrs attrs;
+  attrs.axes.assign(perm.begin(), perm.end());
+  return detail::make_view(Op::permute, a, std::move(shape), std::move(attrs),
+                           [&](const detail::ViewMap& m) { return m.permute(perm); });
+}
+
+Tensor transpose(const Tensor& a) {
+  detail::node_of(a, "transpose");
+  std::vector<int> perm(a.rank());
+  for (int i = 0; i < a.rank(); ++i) perm[i] = a.rank() - 1 - i;
+  return permute(a, perm);
+}
+
+Tensor transpose(const Tensor& a, int axis_a, int axis_b) {
+  detail::node_of(a, "transpose");
+  const int x = detail::normalize_axis("transpose", axis_a, a.rank(), a.shape());
+  const int y = detail::normalize_axis("transpose", axis_b, a.rank(), a.shape());
+  std::vector<int> perm(a.rank());
+  for (int i = 0; i < a.rank(); ++i) perm[i] = i;
+  std::swap(perm[x], perm[y]);
+  return permute(a, perm);
+}
+
+Tensor slice(const Tensor& a, I64s start, I64s stop, I64s step) {
+  detail::node_of(a, "slice");
+  const Shape& in = a.shape();
+  detail::check_arity("slice", start.size(), in, "start");
+  detail::check_arity("slice", stop.size(), in, "stop");
+  detail::check_arity("slice", step.size(), in, "step");
+  Shape count(in.size());
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    const std::int64_t n = in[d], s = step[d];
+    if (s == 0)
+      detail::fail(ErrorCode::invalid_select, "slice",
+                   "step 0 in dimension " + std::to_string(d) + " of " + shape_to_string(in));
+    std::int64_t b = start[d] < 0 ? start[d] + n : start[d];
+    std::int64_t e = stop[d] < 0 ? stop[d] + n : stop[d];
+    // Python's clamping: forwards within [0, n], backwards within [-1, n - 1].
+    const std::int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? n : n - 1;
+    b = std::clamp(b, lo, hi);
+    e = std::clamp(e, lo, hi);
+    count[d] = s > 0 ? std::max<std::int64_t>(0, (e - b + s - 1) / s)
+                     : std::max<std::int64_t>(0, (b - e - s - 1) / -s);
+    start[d] = b;
+  }
+  detail::Attrs attrs;
+  attrs.lo = start;
+  attrs.hi = step;
+  Shape shape = count;
+  return detail::make_view(Op::slice, a, std::move(shape), std::move(attrs),
+                           [&](const detail::ViewMap& m) { return m.slice(start, step, count); });
+}
+
+Tensor slice(const Tensor& a, I64s start, I64s stop) {
+  detail::node_of(a, "slice");
+  return slice(a, std::move(start), std::move(stop), I64s(a.shape().size(), 1));
+}
+
+Tensor slice_axis(const Tensor& a, int axis, std::int64_t start, std::int64_t stop,
+                  std::int64_t step) {
+  detail::node_of(a, "slice");
+  const int ax = detail::normalize_axis("slice", axis, a.rank(), a.shape());
+  I64s b(a.rank(), 0), e(a.shape().begin(), a.shape().end()), s(a.rank(), 1);
+  b[ax] = start;
+  e[ax] = stop;
+  s[ax] = step;
+  return slice(a, b, e, s);
+}
+
+Tensor pad(const Tensor& a, I64s before, I64s after, Scalar value) {
+  detail::node_of(a, "pad");
+  detail::check_arity("pad", before.size(), a.shape(), "before");
+  detail::check_arity("pad", after.size(), a.shape(), "after");
+  Shape shape = a.shape();
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (before[d] < 0 || after[d] < 0)
+      detail::fail(ErrorCode::invalid_select, "pad",
+                   "negative padding in dimension " + std::to_string(d) + " of " +
+                       shape_to_string(a.shape()));
+    shape[d] += before[d] + after[d];
+  }
+  detail::Attrs attrs;
+  attrs.lo = before;
+  attrs.hi = after;
+  attrs.value = value;
+  return detail::make_view(Op::pad, a, std::move(shape), std::move(attrs),
+                           [&](const detail::ViewMap& m) { return m.pad(before, after, value); });
+}
+
+Tensor broadcast_to(const Tensor& a, Shape shape, bool inverse) {
+  detail::node_of(a, "broadcast");
+  const Shape& in = a.shape();
+  bool fits = in.size() <= shape.size();
+  const std::size_t lead = inverse ? 0 : shape.size() - std::min(shape.size(), in.size());
+  for (std::size_t d = 0; fits && d < in.size(); ++d)
+    fits = in[d] == 1 || in[d] == shape[d + lead];
+  if (!fits)
+    detail::fail(ErrorCode::incompatible_shapes, "broadcast",
+                 "cannot broadcast " + shape_to_string(in) + " to " + shape_to_string(shape) +
+                     (inverse ? " (inverse)" : ""));
+  detail::Attrs attrs;
+  attrs.inverse = inverse;
+  Shape target = shape;
+  return detail::make_view(Op::broadcast, a, std::move(shape), std::move(attrs),
+                           [&](const detail::ViewMap& m) { return m.broadcast(target, inverse); });
+}
+
+Tensor unsqueeze(const Tensor& a, int axis) {
+  detail::node_of(a, "unsqueeze");
+  const int ax = detail::normalize_axis("unsqueeze", axis, a.rank() + 1, a.shape());
+  Shape s = a.shape();
+  s.insert(s.begin() + ax, 1);
+  return reshape(a, s);
+}
+
+Tensor squeeze(const Tensor& a, int axis) {
+  detail::node_of(a, "squeeze");
+  const int ax = detail::normalize_axis("squeeze", axis, a.rank(), a.shape());
+  if (a.shape()[ax] != 1)
+    detail::fail(ErrorCode::illegal_dimension, "squeeze",
+                 "dimension " + std::to_string(ax) + " of " + shape_to_string(a.shape()) +
+                     " does not have size 1");
+  Shape s = a.shape();
+  s.erase(s.begin() + ax);
+  return reshape(a, s);
+}
+
+Tensor squeeze(const Tensor& a) {
+  detail::node_of(a, "squeeze");
+  Shape s;
+  for (auto d : a.shape())
+    if (d != 1) s.push_back(d);
+  return reshape(a, s);
+}
+
+Tensor expand(const Tensor& a, int axis, std::int64_t size) {
+  detail::node_of(a, "expand");
+  if (size < 0)
+    detail::fail(ErrorCode::invalid_select, "expand", "negative size " + std::to_string(size));
+  const int ax = detail::normalize_axis("expand", axis, a.rank() + 1, a.shape());
+  Shape s = a.shape();
+  s.insert(s.begin() + ax, size);
+  return broadcast_to(unsqueeze(a, ax), s);
+}
+
+Tensor repeat(const Tensor& a, I64s reps) {
+  detail::node_of(a, "repeat");
+  detail::check_arity("repeat", reps.size(), a.shape(), "repetitions");
+  for (std::size_t d = 0; d < reps.size(); ++d)
+    if (reps[d] < 1)
+      detail::fail(ErrorCode::invalid_select, "repeat",
+                   "repetition count " + std::to_string(reps[d]) + " below 1 for dimension " +
+                       std::to_string(d) + " of " + shape_to_string(a.shape()));
+  // Dimension d of size n repeated r times: a new size-r dimension in front, merged into it.
+  Tensor t = a;
+  for (std::size_t d = 0; d < reps.size(); ++d) {
+    if (reps[d] == 1) continue;
+    Shape grown = t.shape();
+    grown.insert(grown.begin() + d, reps[d]);
+    Shape merged = t.shape();
+    merged[d] *= reps[d];
+    t = reshape(broadcast_to(unsqueeze(t, static_cast<int>(d)), grown), merged);
+  }
+  return t;
+}
+
+Tensor extend(const Tensor& a, Shape shape, I64s insert_at, I64s step) {
+  detail::node_of(a, "extend");
+  detail::check_arity("extend", shape.size(), a.shape(), "shape");
+  detail::check_arity("extend", insert_at.size(), a.shape(), "insert_at");
+  detail::check_arity("extend", step.size(), a.shape(), "step");
+  Tensor t = a;
+  for (std::size_t d = 0; d < step.size(); ++d) {
+    const int ax = static_cast<int>(d);
+    const std::int64_t n = t.shape()[d], s = step[d];
+    if (s == 0)
+      detail::fail(ErrorCode::invalid_select, "extend",
+                   "step 0 in dimension " + std::to_string(d) + " of " + shape_to_string(a.shape()));
+    if (s < 0) t = slice_axis(t, ax, -1, -n - 1, -1);
+    const std::int64_t gap = (s < 0 ? -s : s) - 1;
+    if (gap > 0 && n > 0) {  // each element followed by `gap` zeros, the last one's cut off
+      I64s before(t.rank() + 1, 0), after(t.rank() + 1, 0);
+      after[d + 1] = gap;
+      Shape spread = t.shape();
+      spread[d] = n * (gap + 1);
+      t = slice_axis(reshape(pad(unsqueeze(t, ax + 1), before, after, 0), spread), ax, 0,
+                     (n - 1) * (gap + 1) + 1);
+    }
+  }
+  I64s after(shape.size());
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    after[d] = shape[d] - insert_at[d] - t.shape()[d];
+    if (insert_at[d] < 0 || after[d] < 0)
+      detail::fail(ErrorCode::invalid_select, "extend",
+                   shape_to_string(a.shape()) + " placed at index " + std::to_string(insert_at[d]) +
+                       " does not fit dimension " + std::to_string(d) + " of " +
+                       shape_to_string(shape));
+  }
+  return pad(t, insert_at, after, 0);
+}
+
+Tensor extend(const Tensor& a, Shape shape, I64s insert_at) {
+  detail::node_of(a, "extend");
+  return extend(a, std::move(shape), std::move(insert_at), I64s(a.shape().size(), 1));
+}
+
+Tensor concat(const std::vector<Tensor>& parts, int axis) {
+  if (parts.empty())
+    detail::fail(ErrorCode::illegal_dimensionality, "concat", "needs at least one tensor");
+  for (const auto& p : parts) detail::node_of(p, "concat");
+  const Shape& first = parts[0].shape();
+  const int ax = detail::normalize_axis("concat", axis, static_cast<int>(first.size()), first);
+  Shape shape = first;
+  shape[ax] = 0;
+  DType dtype = parts[0].dtype();
+  std::vector<detail::NodePtr> inputs;
+  for (const auto& p : parts) {
+    const Shape& s = p.shape();
+    if (s.size() != first.size())
+      detail::fail(ErrorCode::illegal_dimensionality, "concat",
+                   "ranks differ: " + shape_to_string(first) + " and " + shape_to_string(s));
+    for (std::size_t d = 0; d < s.size(); ++d)
+      if (static_cast<int>(d) != ax && s[d] != first[d])
+        detail::fail(ErrorCode::incompatible_shapes, "concat",
+                     "shapes " + shape_to_string(first) + " and " + shape_to_string(s) +
+                         " differ outside axis " + std::to_string(ax));
+    shape[ax] += s[ax];
+    dtype = promote(dtype, p.dtype());
+    inputs.push_back(p.node());
+  }
+  detail::Attrs attrs;
+  attrs.axes = {ax};
+  return detail::make_node(Op::concat, dtype, std::move(shape), std::move(inputs),
+                           std::move(attrs));
+}
+
+Tensor concat(const Tensor& a, const Tensor& b, int axis) { return concat({a, b}, axis); }
+
+Tensor contiguous(const Tensor& a) {
+  detail::node_of(a, "contiguous");
+  return detail::make_node(Op::contiguous, a.dtype(), a.shape(), {a.node()});
+}
+
+}  // namespace kiln

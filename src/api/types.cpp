@@ -1,0 +1,78 @@
+// Names and small value types: dtype names, Scalar, error codes, shape strings.
+#include <cmath>
+#include <sstream>
+
+#include "kiln/error.hpp"
+#include "kiln/tensor.hpp"
+#include "kiln/types.hpp"
+
+namespace kiln {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+  }
+  return "?";
+}
+
+Scalar Scalar::cast(DType to) const {
+  switch (to) {
+    case DType::i32: return Scalar(as<std::int32_t>());
+    case DType::i64: return Scalar(as<std::int64_t>());
+    case DType::f32: return Scalar(as<float>());
+    case DType::f64: break;
+  }
+  return Scalar(as<double>());
+}
+
+std::string Scalar::to_string() const {
+  if (is_integer(dtype_)) return std::to_string(i_);
+  std::ostringstream os;
+  os.precision(dtype_ == DType::f32 ? 7 : 15);
+  os << f_;
+  return os.str();
+}
+
+bool Scalar::operator==(const Scalar& o) const {
+  if (dtype_ != o.dtype_) return false;
+  return is_float(dtype_) ? (f_ == o.f_ || (std::isnan(f_) && std::isnan(o.f_))) : i_ == o.i_;
+}
+
+const char* error_code_name(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::none: return "none";
+    case ErrorCode::wrong_type: return "wrong_type";
+    case ErrorCode::illegal_dimension: return "illegal_dimension";
+    case ErrorCode::illegal_dimensionality: return "illegal_dimensionality";
+    case ErrorCode::incompatible_shapes: return "incompatible_shapes";
+    case ErrorCode::invalid_select: return "invalid_select";
+    case ErrorCode::ocl_error: return "ocl_error";
+    case ErrorCode::internal_error: return "internal_error";
+    case ErrorCode::out_of_memory: return "out_of_memory";
+    case ErrorCode::illegal_derive: return "illegal_derive";
+    case ErrorCode::io_error: return "io_error";
+  }
+  return "?";
+}
+
+std::string shape_to_string(const Shape& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+namespace detail {
+void check_rectangular(bool same_size, const char* what) {
+  if (!same_size)
+    throw Error(ErrorCode::incompatible_shapes,
+                std::string(what) + ": nested lists of different lengths are not rectangular");
+}
+}  // namespace detail
+
+}  // namespace kiln

@@ -1,0 +1,50 @@
+// Operand: how a kernel reads one input, through the input's view map when it is a view.
+#pragma once
+
+#include "graph/node.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln::detail {
+
+struct Operand {
+  const Buffer* buffer = nullptr;
+  const ViewMap* view = nullptr;  // null: the buffer is read in row-major order
+  DType dtype = DType::f32;
+  Shape shape;
+
+  // An input of a node whose dependencies are computed: a computed node, or a view of one.
+  static Operand of(const Node& input) {
+    if (input.result) return Operand{input.result.get(), nullptr, input.dtype, input.shape};
+    if (input.is_view() && input.view_base && input.view_base->result)
+      return Operand{input.view_base->result.get(), &input.view, input.dtype, input.shape};
+    throw Error(ErrorCode::internal_error,
+                std::string(input.info().name) + ": input read before it was computed");
+  }
+
+  // The element at row-major `position` converted to T.
+  template <class T> T get(std::int64_t position) const {
+    if (view != nullptr) {
+      std::int64_t base = 0;
+      const Scalar* fill = nullptr;
+      if (!view->locate(position, &base, &fill)) return fill->as<T>();
+      return buffer->get<T>(base);
+    }
+    return buffer->get<T>(position);
+  }
+  bool nonzero(std::int64_t position) const {
+    return is_float(dtype) ? get<double>(position) != 0.0 : get<std::int64_t>(position) != 0;
+  }
+};
+
+// Calls f.template operator()<T>() with T the C++ type of `t`.
+template <class F> decltype(auto) dispatch(DType t, F&& f) {
+  switch (t) {
+    case DType::i32: return f.template operator()<std::int32_t>();
+    case DType::i64: return f.template operator()<std::int64_t>();
+    case DType::f32: return f.template operator()<float>();
+    case DType::f64: break;
+  }
+  return f.template operator()<double>();
+}
+
+}  // namespace kiln::detail

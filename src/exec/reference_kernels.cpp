@@ -1,0 +1,355 @@
+#include "exec/reference_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "exec/operand.hpp"
+
+namespace kiln::detail {
+
+namespace {
+
+[[noreturn]] void unsupported(const Node& n) {
+  throw Error(ErrorCode::internal_error,
+              std::string(n.info().name) + ": no reference kernel for this op and type");
+}
+
+// ---- scalar semantics -----------------------------------------------------------------------
+// Integer arithmetic wraps in two's complement (through unsigned types, so never UB).
+template <class T> T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <class T> T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <class T> T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+template <class T> T int_pow(T base, T exponent) {
+  if (exponent < 0) {  // 1/base^|e| truncated toward zero
+    if (base == 1) return 1;
+    if (base == -1) return (exponent % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  T result = 1;
+  while (exponent > 0) {
+    if (exponent & 1) result = wrap_mul(result, base);
+    base = wrap_mul(base, base);
+    exponent >>= 1;
+  }
+  return result;
+}
+
+template <class T> T unary_value(Op op, T x) {
+  if constexpr (std::is_integral_v<T>) {
+    switch (op) {
+      case Op::neg: return wrap_sub(T{0}, x);
+      case Op::abs: return x < 0 ? wrap_sub(T{0}, x) : x;
+      case Op::square: return wrap_mul(x, x);
+      case Op::relu: return x > 0 ? x : T{0};
+      case Op::sign: return x >= 0 ? T{1} : T{-1};
+      case Op::even: return x % 2 == 0 ? T{1} : T{0};
+      case Op::convert: return x;
+      default: break;
+    }
+  } else {
+    switch (op) {
+      case Op::neg: return -x;
+      case Op::abs: return std::abs(x);
+      case Op::square: return x * x;
+      case Op::relu: return x < 0 ? T{0} : x;
+      case Op::sign: return x >= 0 ? T{1} : T{-1};
+      case Op::convert: return x;
+      case Op::sqrt: return std::sqrt(x);
+      case Op::exp: return std::exp(x);
+      case Op::expm1: return std::expm1(x);
+      case Op::log: return std::log(x);
+      case Op::log2: return std::log2(x);
+      case Op::log10: return std::log10(x);
+      case Op::log1p: return std::log1p(x);
+      case Op::sin: return std::sin(x);
+      case Op::cos: return std::cos(x);
+      case Op::tan: return std::tan(x);
+      case Op::asin: return std::asin(x);
+      case Op::acos: return std::acos(x);
+      case Op::atan: return std::atan(x);
+      case Op::sinh: return std::sinh(x);
+      case Op::cosh: return std::cosh(x);
+      case Op::tanh: return std::tanh(x);
+      case Op::asinh: return std::asinh(x);
+      case Op::acosh: return std::acosh(x);
+      case Op::atanh: return std::atanh(x);
+      case Op::reciprocal: return T{1} / x;
+      case Op::sigmoid: return T{1} / (T{1} + std::exp(-x));
+      default: break;
+    }
+  }
+  throw Error(ErrorCode::internal_error, std::string(op_info(op).name) + ": not a unary op");
+}
+
+template <class T> T binary_value(Op op, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    switch (op) {
+      case Op::add: return wrap_add(a, b);
+      case Op::sub: return wrap_sub(a, b);
+      case Op::mul: return wrap_mul(a, b);
+      case Op::div:
+        if (b == 0) return 0;  // integer division by zero gives 0
+        if (b == -1) return wrap_sub(T{0}, a);
+        return a / b;
+      case Op::pow: return int_pow(a, b);
+      case Op::minimum: return a < b ? a : b;
+      case Op::maximum: return a > b ? a : b;
+      default: break;
+    }
+  } else {
+    switch (op) {
+      case Op::add: return a + b;
+      case Op::sub: return a - b;
+      case Op::mul: return a * b;
+      case Op::div: return a / b;
+      case Op::pow: return std::pow(a, b);
+      case Op::minimum: return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? a : b);
+      case Op::maximum: return (std::isnan(a) || std::isnan(b)) ? a + b : (a > b ? a : b);
+      default: break;
+    }
+  }
+  switch (op) {
+    case Op::less: return a < b;
+    case Op::greater: return a > b;
+    case Op::equal: return a == b;
+    case Op::less_equal: return a <= b;
+    case Op::greater_equal: return a >= b;
+    case Op::not_equal: return a != b;
+    default: break;
+  }
+  throw Error(ErrorCode::internal_error, std::string(op_info(op).name) + ": not a binary op");
+}
+
+template <class T> bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  return false;
+}
+
+// ---- kernels -----------------------------------------------------------------------------------
+// Runs body.template operator()<T, O>() with T the compute type and O the output type.
+template <class F> void dispatch2(DType compute, DType output, F&& body) {
+  dispatch(compute, [&]<class T>() {
+    dispatch(output, [&]<class O>() { body.template operator()<T, O>(); });
+  });
+}
+
+void copy_kernel(const Node& n, const Operand& in, Buffer& out) {
+  dispatch(n.dtype, [&]<class O>() {
+    O* o = out.as<O>();
+    for (std::int64_t i = 0; i < out.numel(); ++i) o[i] = in.get<O>(i);
+  });
+}
+
+void unary_kernel(const Node& n, Buffer& out) {
+  const Operand a = Operand::of(*n.inputs[0]);
+  const bool keeps_input_type = n.op == Op::sign || n.op == Op::even;
+  dispatch2(keeps_input_type ? a.dtype : n.dtype, n.dtype, [&]<class T, class O>() {
+    O* o = out.as<O>();
+    for (std::int64_t i = 0; i < out.numel(); ++i)
+      o[i] = convert_value<O>(unary_value<T>(n.op, a.get<T>(i)));
+  });
+}
+
+void binary_kernel(const Node& n, Buffer& out) {
+  const Operand a = Operand::of(*n.inputs[0]);
+  const Operand b = Operand::of(*n.inputs[1]);
+  dispatch2(promote(a.dtype, b.dtype), n.dtype, [&]<class T, class O>() {
+    O* o = out.as<O>();
+    for (std::int64_t i = 0; i < out.numel(); ++i)
+      o[i] = convert_value<O>(binary_value<T>(n.op, a.get<T>(i), b.get<T>(i)));
+  });
+}
+
+void where_kernel(const Node& n, Buffer& out) {
+  const Operand c = Operand::of(*n.inputs[0]);
+  const Operand a = Operand::of(*n.inputs[1]);
+  const Operand b = Operand::of(*n.inputs[2]);
+  dispatch(n.dtype, [&]<class O>() {
+    O* o = out.as<O>();
+    for (std::int64_t i = 0; i < out.numel(); ++i) o[i] = c.nonzero(i) ? a.get<O>(i) : b.get<O>(i);
+  });
+}
+
+// Row-major offsets (in the input) of every position of the dimensions in `dims`.
+std::vector<std::int64_t> offsets_over(const Shape& shape, const std::vector<std::int64_t>& dims) {
+  const auto strides = row_major_strides(shape);
+  std::vector<std::int64_t> offsets{0};
+  for (auto d : dims) {
+    std::vector<std::int64_t> next;
+    next.reserve(offsets.size() * static_cast<std::size_t>(shape[d]));
+    for (auto base : offsets)
+      for (std::int64_t j = 0; j < shape[d]; ++j) next.push_back(base + j * strides[d]);
+    offsets = std::move(next);
+  }
+  return offsets;
+}
+
+void reduce_kernel(const Node& n, Buffer& out) {
+  const Operand a = Operand::of(*n.inputs[0]);
+  std::vector<std::int64_t> reduced(n.attrs.axes.begin(), n.attrs.axes.end()), kept;
+  for (std::int64_t d = 0; d < static_cast<std::int64_t>(a.shape.size()); ++d)
+    if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) kept.push_back(d);
+  const auto outer = offsets_over(a.shape, kept);
+  const auto inner = offsets_over(a.shape, reduced);
+  const bool is_arg = n.op == Op::argmax || n.op == Op::argmin;
+  dispatch2(is_arg ? a.dtype : n.dtype, n.dtype, [&]<class T, class O>() {
+    // Float sums and products accumulate in double.
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    O* o = out.as<O>();
+    for (std::size_t k = 0; k < outer.size(); ++k) {
+      const std::int64_t base = outer[k];
+      switch (n.op) {
+        case Op::sum:
+        case Op::mean:
+        case Op::prod: {
+          const bool product = n.op == Op::prod;
+          Acc acc = product ? Acc{1} : Acc{0};
+          for (auto r : inner) {
+            const Acc v = static_cast<Acc>(a.get<T>(base + r));
+            if constexpr (std::is_integral_v<Acc>)
+              acc = product ? wrap_mul(acc, v) : wrap_add(acc, v);
+            else
+              acc = product ? acc * v : acc + v;
+          }
+          if (n.op == Op::mean) {
+            if constexpr (std::is_floating_point_v<Acc>) acc /= static_cast<Acc>(inner.size());
+          }
+          o[k] = convert_value<O>(static_cast<T>(acc));
+          break;
+        }
+        case Op::min:
+        case Op::max: {
+          T best = a.get<T>(base + inner[0]);
+          for (auto r : inner) {
+            const T v = a.get<T>(base + r);
+            if (is_nan(best)) break;
+            if (is_nan(v) || (n.op == Op::min ? v < best : v > best)) best = v;
+          }
+          o[k] = convert_value<O>(best);
+          break;
+        }
+        case Op::argmax:
+        case Op::argmin: {
+          T best = a.get<T>(base + inner[0]);
+          std::int64_t index = 0;
+          for (std::size_t j = 1; j < inner.size() && !is_nan(best); ++j) {
+            const T v = a.get<T>(base + inner[j]);
+            if (is_nan(v) || (n.op == Op::argmin ? v < best : v > best)) {
+              best = v;
+              index = static_cast<std::int64_t>(j);
+            }
+          }
+          o[k] = static_cast<O>(index);
+          break;
+        }
+        default: unsupported(n);
+      }
+    }
+  });
+}
+
+void matmul_kernel(const Node& n, Buffer& out) {
+  const Operand a = Operand::of(*n.inputs[0]);
+  const Operand b = Operand::of(*n.inputs[1]);
+  const std::size_t r = n.shape.size();
+  const std::int64_t m = n.shape[r - 2], p = n.shape[r - 1], k = a.shape[r - 1];
+  const std::int64_t batches = m * p == 0 ? 0 : n.numel() / (m * p);
+  dispatch(n.dtype, [&]<class T>() {
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    T* o = out.as<T>();
+    for (std::int64_t bt = 0; bt < batches; ++bt)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < p; ++j) {
+          Acc acc{0};
+          for (std::int64_t l = 0; l < k; ++l) {
+            const Acc x = static_cast<Acc>(a.get<T>((bt * m + i) * k + l));
+            const Acc y = static_cast<Acc>(b.get<T>((bt * k + l) * p + j));
+            if constexpr (std::is_integral_v<Acc>)
+              acc = wrap_add(acc, wrap_mul(x, y));
+            else
+              acc += x * y;
+          }
+          o[(bt * m + i) * p + j] = static_cast<T>(acc);
+        }
+  });
+}
+
+void concat_kernel(const Node& n, Buffer& out) {
+  const auto axis = static_cast<std::size_t>(n.attrs.axes[0]);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < axis; ++d) outer *= n.shape[d];
+  for (std::size_t d = axis + 1; d < n.shape.size(); ++d) inner *= n.shape[d];
+  dispatch(n.dtype, [&]<class T>() {
+    T* o = out.as<T>();
+    for (std::int64_t i = 0; i < outer; ++i)
+      for (const auto& in : n.inputs) {
+        const Operand part = Operand::of(*in);
+        const std::int64_t chunk = part.shape[axis] * inner;
+        for (std::int64_t j = 0; j < chunk; ++j) *o++ = part.get<T>(i * chunk + j);
+      }
+  });
+}
+
+void random_kernel(const Node& n, Buffer& out) {
+  const std::int64_t count = out.numel();
+  if (n.dtype == DType::f32) {
+    float* o = out.as<float>();
+    for (std::int64_t i = 0; i < count; ++i)
+      o[i] = uniform_value_f32(n.attrs.seed, static_cast<std::uint64_t>(i));
+  } else if (n.dtype == DType::f64) {
+    double* o = out.as<double>();
+    for (std::int64_t i = 0; i < count; ++i)
+      o[i] = uniform_value(n.attrs.seed, static_cast<std::uint64_t>(i));
+  } else {
+    unsupported(n);
+  }
+}
+
+std::uint64_t mix64(std::uint64_t z) {  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+double uniform_value(std::uint64_t seed, std::uint64_t index) {
+  const std::uint64_t bits = mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^ index);
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
+float uniform_value_f32(std::uint64_t seed, std::uint64_t index) {
+  const std::uint64_t bits = mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^ index);
+  return static_cast<float>(bits >> 40) * 0x1.0p-24f;
+}
+
+void run_reference_kernel(const Node& n, Buffer& out) {
+  switch (n.info().kind) {
+    case OpKind::source:
+      if (n.op == Op::random_uniform) return random_kernel(n, out);
+      break;
+    case OpKind::view: return copy_kernel(n, Operand::of(n), out);
+    case OpKind::copy: return copy_kernel(n, Operand::of(*n.inputs[0]), out);
+    case OpKind::unary: return unary_kernel(n, out);
+    case OpKind::binary: return binary_kernel(n, out);
+    case OpKind::ternary: return where_kernel(n, out);
+    case OpKind::reduce: return reduce_kernel(n, out);
+    case OpKind::matmul: return matmul_kernel(n, out);
+    case OpKind::concat: return concat_kernel(n, out);
+  }
+  unsupported(n);
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,18 @@
+// The reference implementation of every op in the op table: plain per-op loops, written to be
+// obviously correct. Faster executors are tested against these.
+#pragma once
+
+#include "graph/node.hpp"
+
+namespace kiln::detail {
+
+// Computes `node` into `out` (node.dtype, node.numel()). The inputs (or the bases of views) must
+// hold results.
+void run_reference_kernel(const Node& node, Buffer& out);
+
+// The uniform [0, 1) value number `index` of the stream `seed`: a counter-based generator, so
+// every executor produces the same values in any order.
+double uniform_value(std::uint64_t seed, std::uint64_t index);
+float uniform_value_f32(std::uint64_t seed, std::uint64_t index);
+
+}  // namespace kiln::detail

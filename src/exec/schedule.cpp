@@ -1,0 +1,54 @@
+#include "exec/schedule.hpp"
+
+#include <cstdint>
+
+namespace kiln::detail {
+
+std::vector<Node*> dependencies(const Node& node) {
+  std::vector<Node*> deps;
+  if (node.is_view()) {
+    deps.push_back(node.view_base.get());
+    return deps;
+  }
+  for (const auto& in : node.inputs) {
+    Node* d = in.get();
+    if (!d->result && d->is_view()) d = d->view_base.get();
+    deps.push_back(d);
+  }
+  return deps;
+}
+
+std::vector<Node*> nodes_to_compute(Node& target) {
+  std::vector<Node*> order;
+  if (target.result) return order;
+  enum State : std::uint8_t { unseen, expanded, done };
+  std::unordered_map<Node*, State> state;
+  std::vector<Node*> stack{&target};
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    State& st = state[node];
+    if (st == done) {  // a second entry of a node finished through another path
+      stack.pop_back();
+    } else if (st == expanded) {  // everything it reads is done
+      stack.pop_back();
+      st = done;
+      order.push_back(node);
+    } else {
+      st = expanded;
+      for (Node* dep : dependencies(*node)) {
+        auto it = state.find(dep);
+        if (!dep->result && (it == state.end() || it->second == unseen)) stack.push_back(dep);
+      }
+    }
+  }
+  return order;
+}
+
+std::unordered_map<Node*, int> consumer_counts(const std::vector<Node*>& order) {
+  std::unordered_map<Node*, int> counts;
+  for (Node* n : order)
+    for (Node* d : dependencies(*n)) ++counts[d];
+  return counts;
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,23 @@
+// What an evaluation has to compute: the part of the graph below a target that has no results
+// yet, in an order where every node comes after the nodes it reads.
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+#include "graph/node.hpp"
+
+namespace kiln::detail {
+
+// The nodes a kernel for `node` reads: its inputs, with each view that has no result of its own
+// replaced by the node the view reads through.
+std::vector<Node*> dependencies(const Node& node);
+
+// The nodes without results that `target` needs (target included, unless it has a result),
+// inputs first. Iterative, so graph depth is limited only by memory.
+std::vector<Node*> nodes_to_compute(Node& target);
+
+// For each node read by something in `order`, how many times it is read there.
+std::unordered_map<Node*, int> consumer_counts(const std::vector<Node*>& order);
+
+}  // namespace kiln::detail

@@ -1,0 +1,23 @@
+#include "graph/node.hpp"
+
+namespace kiln::detail {
+
+Node::~Node() {
+  std::vector<NodePtr> pending;
+  auto detach = [&pending](Node& n) {
+    for (auto& in : n.inputs)
+      if (in) pending.push_back(std::move(in));
+    n.inputs.clear();
+    if (n.view_base) pending.push_back(std::move(n.view_base));
+  };
+  detach(*this);
+  while (!pending.empty()) {
+    NodePtr p = std::move(pending.back());
+    pending.pop_back();
+    // When this is the last owner, take the node's inputs before it dies so that its own
+    // destructor finds nothing to recurse into.
+    if (p.use_count() == 1) detach(*p);
+  }
+}
+
+}  // namespace kiln::detail

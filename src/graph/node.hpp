@@ -1,0 +1,61 @@
+// Node: one vertex of the immutable graph. A node never changes after it is built, except for
+// its cached result, which executors fill in and may release again.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/buffer.hpp"
+#include "graph/op_table.hpp"
+#include "graph/view.hpp"
+#include "kiln/types.hpp"
+
+namespace kiln::detail {
+
+// Op arguments besides the inputs; each op uses the fields its comment names.
+struct Attrs {
+  std::vector<std::int64_t> axes;   // permute: perm; reductions: sorted axes; concat: {axis}
+  std::vector<std::int64_t> lo;     // slice: start; pad: before
+  std::vector<std::int64_t> hi;     // slice: step; pad: after
+  Scalar value;                     // pad: fill value
+  std::uint64_t seed = 0;           // random_uniform
+  bool inverse = false;             // broadcast: aligned at the left
+};
+
+struct Node;
+using NodePtr = std::shared_ptr<Node>;
+
+struct Node {
+  Op op;
+  DType dtype;
+  Shape shape;
+  std::vector<NodePtr> inputs;
+  Attrs attrs;
+  std::string name;
+
+  // Views only: the node whose buffer this view reads, and the composed map into it. The base
+  // is a non-view node, or a view whose result is already materialised.
+  NodePtr view_base;
+  ViewMap view;
+
+  // The computed values (row-major, of `shape`), when present.
+  std::shared_ptr<Buffer> result;
+  // How many Tensor handles refer to this node. Executors may release the result of a node
+  // that no handle refers to once its last consumer has run.
+  std::atomic<int> handles{0};
+
+  Node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs = {})
+      : op(op), dtype(dtype), shape(std::move(shape)), inputs(std::move(inputs)),
+        attrs(std::move(attrs)) {}
+  // Iterative, so that destroying a very deep graph cannot overflow the stack.
+  ~Node();
+
+  const OpInfo& info() const { return op_info(op); }
+  bool is_view() const { return info().kind == OpKind::view; }
+  std::int64_t numel() const { return shape_numel(shape); }
+};
+
+}  // namespace kiln::detail

@@ -1,0 +1,186 @@
+#include "graph/view.hpp"
+
+#include <optional>
+
+namespace kiln::detail {
+
+std::vector<std::int64_t> row_major_strides(const Shape& shape) {
+  std::vector<std::int64_t> strides(shape.size());
+  std::int64_t s = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+std::int64_t shape_numel(const Shape& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+ViewMap ViewMap::identity(const Shape& shape) {
+  ViewMap m;
+  m.layers_.push_back(ViewLayer{shape, row_major_strides(shape), 0, {}, {}});
+  return m;
+}
+
+bool ViewMap::is_identity() const {
+  if (layers_.size() != 1) return false;
+  const ViewLayer& l = layers_[0];
+  if (!l.valid.empty() || l.offset != 0) return false;
+  auto rm = row_major_strides(l.shape);
+  for (std::size_t d = 0; d < l.shape.size(); ++d)
+    if (l.shape[d] != 1 && l.strides[d] != rm[d]) return false;
+  return true;
+}
+
+ViewMap ViewMap::with_plain_top() const {
+  if (layers_.back().valid.empty()) return *this;
+  ViewMap m = *this;
+  const Shape& s = shape();
+  m.layers_.push_back(ViewLayer{s, row_major_strides(s), 0, {}, {}});
+  return m;
+}
+
+namespace {
+// Strides that let `new_shape` read the same elements as (old_shape, old_strides) in row-major
+// order, when strides can express it (the rule of PyTorch's view()).
+std::optional<std::vector<std::int64_t>> restride(const Shape& old_shape,
+                                                  const std::vector<std::int64_t>& old_strides,
+                                                  const Shape& new_shape) {
+  std::vector<std::int64_t> out(new_shape.size(), 0);
+  if (shape_numel(old_shape) == 0) return row_major_strides(new_shape);
+  if (old_shape.empty()) return out;  // one element: any strides work
+  std::int64_t view_d = static_cast<std::int64_t>(new_shape.size()) - 1;
+  std::int64_t chunk_stride = old_strides.back();
+  std::int64_t tensor_numel = 1, view_numel = 1;
+  for (std::int64_t d = static_cast<std::int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    const bool chunk_ends =
+        d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
+      out[view_d] = view_numel * chunk_stride;
+      view_numel *= new_shape[view_d];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_stride = old_strides[d - 1];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+}  // namespace
+
+ViewMap ViewMap::reshape(const Shape& new_shape) const {
+  ViewMap m = *this;
+  ViewLayer& top = m.layers_.back();
+  if (top.valid.empty()) {
+    if (auto strides = restride(top.shape, top.strides, new_shape)) {
+      top.shape = new_shape;
+      top.strides = *strides;
+      return m;
+    }
+  }
+  m.layers_.push_back(ViewLayer{new_shape, row_major_strides(new_shape), 0, {}, {}});
+  return m;
+}
+
+ViewMap ViewMap::permute(const std::vector<int>& perm) const {
+  ViewMap m = *this;
+  ViewLayer& top = m.layers_.back();
+  ViewLayer old = top;
+  for (std::size_t i = 0; i < perm.size(); ++i) {
+    top.shape[i] = old.shape[perm[i]];
+    top.strides[i] = old.strides[perm[i]];
+    if (!old.valid.empty()) top.valid[i] = old.valid[perm[i]];
+  }
+  return m;
+}
+
+ViewMap ViewMap::slice(const std::vector<std::int64_t>& start,
+                       const std::vector<std::int64_t>& step, const Shape& count) const {
+  ViewMap m = with_plain_top();
+  ViewLayer& top = m.layers_.back();
+  for (std::size_t d = 0; d < count.size(); ++d) {
+    if (count[d] > 0) top.offset += start[d] * top.strides[d];
+    top.strides[d] *= step[d];
+    top.shape[d] = count[d];
+  }
+  return m;
+}
+
+ViewMap ViewMap::pad(const std::vector<std::int64_t>& before,
+                     const std::vector<std::int64_t>& after, Scalar fill) const {
+  ViewMap m = with_plain_top();
+  ViewLayer& top = m.layers_.back();
+  top.valid.resize(top.shape.size());
+  for (std::size_t d = 0; d < top.shape.size(); ++d) {
+    top.valid[d] = {before[d], before[d] + top.shape[d]};
+    top.offset -= before[d] * top.strides[d];
+    top.shape[d] += before[d] + after[d];
+  }
+  top.fill = fill;
+  return m;
+}
+
+ViewMap ViewMap::broadcast(const Shape& shape, bool inverse) const {
+  ViewMap m = *this;
+  ViewLayer& top = m.layers_.back();
+  const ViewLayer old = top;
+  const std::size_t lead = inverse ? 0 : shape.size() - old.shape.size();
+  top.shape = shape;
+  top.strides.assign(shape.size(), 0);
+  if (!old.valid.empty()) top.valid.assign(shape.size(), {0, 0});
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const bool mapped = d >= lead && d - lead < old.shape.size();
+    if (!mapped) {
+      if (!old.valid.empty()) top.valid[d] = {0, shape[d]};
+      continue;
+    }
+    const std::size_t o = d - lead;
+    if (old.shape[o] == shape[d]) {
+      top.strides[d] = old.strides[o];
+      if (!old.valid.empty()) top.valid[d] = old.valid[o];
+    } else if (!old.valid.empty()) {  // a size-1 dimension repeated: valid everywhere or nowhere
+      const bool ok = old.valid[o].first <= 0 && old.valid[o].second > 0;
+      top.valid[d] = ok ? std::pair<std::int64_t, std::int64_t>{0, shape[d]}
+                        : std::pair<std::int64_t, std::int64_t>{0, 0};
+    }
+  }
+  return m;
+}
+
+bool ViewMap::locate(std::int64_t position, std::int64_t* base_position,
+                     const Scalar** fill) const {
+  thread_local std::vector<std::int64_t> index;
+  std::int64_t pos = position;
+  for (std::size_t k = layers_.size(); k-- > 0;) {
+    const ViewLayer& l = layers_[k];
+    const std::size_t rank = l.shape.size();
+    index.resize(rank);
+    for (std::size_t d = rank; d-- > 0;) {
+      index[d] = pos % l.shape[d];
+      pos /= l.shape[d];
+    }
+    std::int64_t next = l.offset;
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (!l.valid.empty() && (index[d] < l.valid[d].first || index[d] >= l.valid[d].second)) {
+        *fill = &l.fill;
+        return false;
+      }
+      next += index[d] * l.strides[d];
+    }
+    pos = next;
+  }
+  *base_position = pos;
+  return true;
+}
+
+}  // namespace kiln::detail
