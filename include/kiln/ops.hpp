@@ -130,6 +130,7 @@ Tensor atanh(const Tensor& a);
 Tensor square(const Tensor& a);
 Tensor reciprocal(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
+Tensor erf(const Tensor& a);
 Tensor relu(const Tensor& a);
 // Cast; float to integer truncates toward zero and saturates, NaN becomes 0.
 Tensor convert(const Tensor& a, DType to);

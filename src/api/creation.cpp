@@ -55,16 +55,18 @@ Tensor uniform(Shape shape, std::uint64_t seed, DType dtype) {
 
 namespace {
 std::atomic<std::uint64_t> global_seed_state{0x2545f4914f6cdd1dULL};
+}  // namespace
 
-std::uint64_t next_global_seed() {
+std::uint64_t detail::next_global_seed() {
   std::uint64_t z = global_seed_state.fetch_add(0x9e3779b97f4a7c15ULL) + 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-}  // namespace
 
-Tensor uniform(Shape shape, DType dtype) { return uniform(std::move(shape), next_global_seed(), dtype); }
+Tensor uniform(Shape shape, DType dtype) {
+  return uniform(std::move(shape), detail::next_global_seed(), dtype);
+}
 void manual_seed(std::uint64_t seed) { global_seed_state.store(seed); }
 
 }  // namespace kiln

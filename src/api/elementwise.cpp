@@ -118,6 +118,7 @@ KILN_UNARY(atanh)
 KILN_UNARY(square)
 KILN_UNARY(reciprocal)
 KILN_UNARY(sigmoid)
+KILN_UNARY(erf)
 KILN_UNARY(relu)
 #undef KILN_UNARY
 

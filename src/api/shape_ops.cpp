@@ -116,8 +116,8 @@ Tensor slice(const Tensor& a, I64s start, I64s stop, I64s step) {
     start[d] = b;
   }
   detail::Attrs attrs;
-  attrs.lo = start;
-  attrs.hi = step;
+  attrs.start = start;
+  attrs.step = step;
   Shape shape = count;
   return detail::make_view(Op::slice, a, std::move(shape), std::move(attrs),
                            [&](const detail::ViewMap& m) { return m.slice(start, step, count); });
@@ -152,8 +152,8 @@ Tensor pad(const Tensor& a, I64s before, I64s after, Scalar value) {
     shape[d] += before[d] + after[d];
   }
   detail::Attrs attrs;
-  attrs.lo = before;
-  attrs.hi = after;
+  attrs.start = before;
+  attrs.after = after;
   attrs.value = value;
   return detail::make_view(Op::pad, a, std::move(shape), std::move(attrs),
                            [&](const detail::ViewMap& m) { return m.pad(before, after, value); });
@@ -171,7 +171,7 @@ Tensor broadcast_to(const Tensor& a, Shape shape, bool inverse) {
                  "cannot broadcast " + shape_to_string(in) + " to " + shape_to_string(shape) +
                      (inverse ? " (inverse)" : ""));
   detail::Attrs attrs;
-  attrs.inverse = inverse;
+  attrs.flag = inverse;
   Shape target = shape;
   return detail::make_view(Op::broadcast, a, std::move(shape), std::move(attrs),
                            [&](const detail::ViewMap& m) { return m.broadcast(target, inverse); });

@@ -87,6 +87,7 @@ template <class T> T unary_value(Op op, T x) {
       case Op::atanh: return std::atanh(x);
       case Op::reciprocal: return T{1} / x;
       case Op::sigmoid: return T{1} / (T{1} + std::exp(-x));
+      case Op::erf: return std::erf(x);
       default: break;
     }
   }
@@ -348,6 +349,8 @@ void run_reference_kernel(const Node& n, Buffer& out) {
     case OpKind::reduce: return reduce_kernel(n, out);
     case OpKind::matmul: return matmul_kernel(n, out);
     case OpKind::concat: return concat_kernel(n, out);
+    case OpKind::indexing:
+    case OpKind::custom: return run_reference_indexing_kernel(n, out);
   }
   unsupported(n);
 }

@@ -15,14 +15,22 @@
 
 namespace kiln::detail {
 
+struct CustomKernel;
+
 // Op arguments besides the inputs; each op uses the fields its comment names.
 struct Attrs {
-  std::vector<std::int64_t> axes;   // permute: perm; reductions: sorted axes; concat: {axis}
-  std::vector<std::int64_t> lo;     // slice: start; pad: before
-  std::vector<std::int64_t> hi;     // slice: step; pad: after
-  Scalar value;                     // pad: fill value
-  std::uint64_t seed = 0;           // random_uniform
-  bool inverse = false;             // broadcast: aligned at the left
+  std::vector<std::int64_t> axes;      // permute: perm; reductions: sorted axes;
+                                       // concat, gather, scatter_add: {axis}
+  std::vector<std::int64_t> start;     // slice: first index; pad: elements before
+  std::vector<std::int64_t> after;     // pad: elements after
+  std::vector<std::int64_t> step;      // slice, windows, unwindow: step per dimension
+  std::vector<std::int64_t> window;    // windows, unwindow: window size per dimension
+  std::vector<std::int64_t> dilation;  // windows, unwindow: distance of window elements
+  Scalar value;                        // pad: fill value
+  std::uint64_t seed = 0;              // random_uniform
+  bool flag = false;                   // broadcast: aligned at the left (inverse);
+                                       // scatter_add: negative indices are dropped
+  std::shared_ptr<const CustomKernel> custom;  // custom_map, custom_reduce
 };
 
 struct Node;

@@ -19,6 +19,8 @@ enum class OpKind : std::uint8_t {
   matmul,   // batched matrix product of two inputs with equal batch dimensions
   concat,   // joins its inputs along attrs.axes[0]
   copy,     // materialises its input in row-major order
+  indexing, // data-dependent addressing: gather, scatter_add, unwindow
+  custom,   // user-defined C++ callables
 };
 
 // How the result type follows from the operand types.
@@ -39,6 +41,7 @@ enum class TypeRule : std::uint8_t {
   X(slice, view, 1, same)                    \
   X(pad, view, 1, same)                      \
   X(broadcast, view, 1, same)                \
+  X(windows, view, 1, same)                  \
   X(neg, unary, 1, same)                     \
   X(abs, unary, 1, same)                     \
   X(square, unary, 1, same)                  \
@@ -67,6 +70,7 @@ enum class TypeRule : std::uint8_t {
   X(atanh, unary, 1, float_valued)           \
   X(reciprocal, unary, 1, float_valued)      \
   X(sigmoid, unary, 1, float_valued)         \
+  X(erf, unary, 1, float_valued)             \
   X(add, binary, 2, same)                    \
   X(sub, binary, 2, same)                    \
   X(mul, binary, 2, same)                    \
@@ -90,7 +94,12 @@ enum class TypeRule : std::uint8_t {
   X(argmin, reduce, 1, to_i64)               \
   X(matmul, matmul, 2, same)                 \
   X(concat, concat, -1, same)                \
-  X(contiguous, copy, 1, same)
+  X(contiguous, copy, 1, same)               \
+  X(gather, indexing, 2, same)               \
+  X(scatter_add, indexing, 3, same)          \
+  X(unwindow, indexing, 1, same)             \
+  X(custom_map, custom, 1, float_valued)     \
+  X(custom_reduce, custom, 1, float_valued)
 
 enum class Op : std::uint8_t {
 #define KILN_OP_ENUM(name, kind, arity, rule) name,

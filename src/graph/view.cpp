@@ -157,6 +157,23 @@ ViewMap ViewMap::broadcast(const Shape& shape, bool inverse) const {
   return m;
 }
 
+ViewMap ViewMap::windows(const Shape& window, const std::vector<std::int64_t>& step,
+                         const std::vector<std::int64_t>& dilation, const Shape& counts) const {
+  ViewMap m = with_plain_top();
+  ViewLayer& top = m.layers_.back();
+  const std::size_t rank = window.size();
+  Shape shape(counts);
+  shape.insert(shape.end(), window.begin(), window.end());
+  std::vector<std::int64_t> strides(2 * rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    strides[d] = top.strides[d] * step[d];
+    strides[rank + d] = top.strides[d] * dilation[d];
+  }
+  top.shape = std::move(shape);
+  top.strides = std::move(strides);
+  return m;
+}
+
 bool ViewMap::locate(std::int64_t position, std::int64_t* base_position,
                      const Scalar** fill) const {
   thread_local std::vector<std::int64_t> index;

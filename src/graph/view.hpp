@@ -43,6 +43,10 @@ class ViewMap {
               Scalar fill) const;
   // To `shape`, aligning dimensions at the right (normal) or at the left (inverse).
   ViewMap broadcast(const Shape& shape, bool inverse) const;
+  // All windows of `window` elements (spaced `dilation` apart) at every `step` in every
+  // dimension: shape [counts..., window...], where counts[d] windows fit dimension d.
+  ViewMap windows(const Shape& window, const std::vector<std::int64_t>& step,
+                  const std::vector<std::int64_t>& dilation, const Shape& counts) const;
 
   // The base buffer position of the element at row-major `position` of the view, or false when
   // the element is padding, with `*fill` set to its value.

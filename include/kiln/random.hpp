@@ -1,0 +1,22 @@
+// Random tensors and random transformations. Every random op fixes its seed when it is built,
+// so evaluating the same node twice gives the same values. Without a seed argument a seed is
+// drawn from the global generator (see manual_seed in ops.hpp).
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/tensor.hpp"
+
+namespace kiln {
+
+// Standard normal values (Box-Muller over two uniform streams).
+Tensor random_normal(Shape shape, std::uint64_t seed, DType dtype = DType::f64);
+Tensor random_normal(Shape shape, DType dtype = DType::f64);
+// `a` with the slices along `axis` in a random order.
+Tensor permutate(const Tensor& a, int axis, std::uint64_t seed);
+Tensor permutate(const Tensor& a, int axis);
+// Each element set to 0 with probability p, the others unchanged (no rescaling).
+Tensor dropout(const Tensor& a, double p, std::uint64_t seed);
+Tensor dropout(const Tensor& a, double p);
+
+}  // namespace kiln

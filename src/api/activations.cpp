@@ -1,0 +1,61 @@
+// Softmax family, cross-entropy and GELU, written with the max subtracted first so that large
+// inputs never overflow.
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "api/builder.hpp"
+#include "kiln/activations.hpp"
+#include "kiln/indexing.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln {
+
+namespace {
+// The max over `axis` (kept), with infinite maxima replaced by 0 so that rows of -inf or +inf
+// do not turn into NaN when the max is subtracted.
+Tensor stable_shift(const Tensor& a, int axis) {
+  const Tensor m = max(a, {axis}, true);
+  return where(less(abs(m), scalar(std::numeric_limits<double>::infinity())), m,
+               zeros({}, m.dtype()));
+}
+}  // namespace
+
+Tensor softmax(const Tensor& a, int axis) {
+  detail::node_of(a, "softmax");
+  const Tensor e = exp(a - stable_shift(a, axis));
+  return e / sum(e, {axis}, true);
+}
+
+Tensor log_softmax(const Tensor& a, int axis) {
+  detail::node_of(a, "log_softmax");
+  const Tensor shifted = a - stable_shift(a, axis);
+  return shifted - log(sum(exp(shifted), {axis}, true));
+}
+
+Tensor logsumexp(const Tensor& a, int axis, bool keepdims) {
+  detail::node_of(a, "logsumexp");
+  const Tensor m = stable_shift(a, axis);
+  const Tensor r = log(sum(exp(a - m), {axis}, true)) + m;
+  return keepdims ? r : squeeze(r, axis);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
+  detail::node_of(logits, "cross_entropy");
+  detail::node_of(labels, "cross_entropy");
+  if (logits.rank() != 2 || labels.rank() != 1 || labels.shape()[0] != logits.shape()[0])
+    detail::fail(ErrorCode::incompatible_shapes, "cross_entropy",
+                 "needs logits [N, C] and labels [N], got " + shape_to_string(logits.shape()) +
+                     " and " + shape_to_string(labels.shape()));
+  const Tensor picked = index(log_softmax(logits, 1), unsqueeze(labels, 1));
+  return -mean(picked);
+}
+
+Tensor gelu(const Tensor& a) {
+  detail::node_of(a, "gelu");
+  const DType t = is_float(a.dtype()) ? a.dtype() : DType::f64;
+  const Tensor half = full({}, 0.5, t), one = full({}, 1, t);
+  return half * a * (one + erf(a * full({}, std::numbers::sqrt2 / 2, t)));
+}
+
+}  // namespace kiln

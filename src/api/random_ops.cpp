@@ -1,0 +1,64 @@
+// Random tensors and random transformations, each with its seed fixed at build time.
+#include <numbers>
+#include <numeric>
+
+#include "api/builder.hpp"
+#include "exec/reference_kernels.hpp"
+#include "kiln/indexing.hpp"
+#include "kiln/ops.hpp"
+#include "kiln/random.hpp"
+
+namespace kiln {
+
+namespace {
+// A seed for a second stream derived from the first.
+std::uint64_t derived(std::uint64_t seed, std::uint64_t salt) {
+  return static_cast<std::uint64_t>(detail::uniform_value(seed, salt) * 0x1.0p53) ^ (salt << 53);
+}
+std::uint64_t fresh_seed() { return detail::next_global_seed(); }
+}  // namespace
+
+Tensor random_normal(Shape shape, std::uint64_t seed, DType dtype) {
+  if (!is_float(dtype))
+    detail::fail(ErrorCode::wrong_type, "random_normal",
+                 std::string("needs a float type, got ") + dtype_name(dtype));
+  // Box-Muller: 1 - u lies in (0, 1], so the logarithm is finite.
+  const Tensor u = uniform(shape, derived(seed, 1), DType::f64);
+  const Tensor v = uniform(shape, derived(seed, 2), DType::f64);
+  const Tensor z = sqrt(-2.0 * log(1.0 - u)) * cos((2.0 * std::numbers::pi) * v);
+  return dtype == DType::f64 ? z : convert(z, dtype);
+}
+
+Tensor random_normal(Shape shape, DType dtype) {
+  return random_normal(std::move(shape), fresh_seed(), dtype);
+}
+
+Tensor permutate(const Tensor& a, int axis, std::uint64_t seed) {
+  detail::node_of(a, "permutate");
+  const int ax = detail::normalize_axis("permutate", axis, a.rank(), a.shape());
+  const std::int64_t n = a.shape()[ax];
+  // Fisher-Yates driven by the counter-based generator, so the order depends only on the seed.
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(
+        detail::uniform_value(seed, static_cast<std::uint64_t>(i)) * static_cast<double>(i + 1));
+    std::swap(order[i], order[std::min(j, i)]);
+  }
+  return index_select(a, ax, Tensor::from(order));
+}
+
+Tensor permutate(const Tensor& a, int axis) { return permutate(a, axis, fresh_seed()); }
+
+Tensor dropout(const Tensor& a, double p, std::uint64_t seed) {
+  detail::node_of(a, "dropout");
+  if (!(p >= 0.0 && p <= 1.0))
+    detail::fail(ErrorCode::invalid_select, "dropout",
+                 "probability " + std::to_string(p) + " outside [0, 1]");
+  const Tensor keep = greater_equal(uniform(a.shape(), seed, DType::f64), scalar(p));
+  return where(keep, a, zeros({}, a.dtype()));
+}
+
+Tensor dropout(const Tensor& a, double p) { return dropout(a, p, fresh_seed()); }
+
+}  // namespace kiln

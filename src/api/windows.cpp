@@ -1,0 +1,234 @@
+// Sliding windows, convolution and pooling, all built on the `windows` view (an index map, so
+// a window tensor copies nothing) and, for convolutions, one matmul.
+#include <limits>
+
+#include "api/builder.hpp"
+#include "kiln/ops.hpp"
+#include "kiln/windows.hpp"
+
+namespace kiln {
+
+using detail::Op;
+using I64s = std::vector<std::int64_t>;
+
+namespace {
+
+std::int64_t product(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+Shape window_counts(std::string_view op, const Shape& shape, const Shape& window, const I64s& step,
+                    const I64s& dilation) {
+  Shape counts(shape.size());
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (window[d] < 1 || step[d] < 1 || dilation[d] < 1)
+      detail::fail(ErrorCode::invalid_select, op,
+                   "window " + shape_to_string(window) + ", steps and dilations must be positive");
+    const std::int64_t extent = (window[d] - 1) * dilation[d] + 1;
+    if (extent > shape[d])
+      detail::fail(ErrorCode::invalid_select, op,
+                   "window " + shape_to_string(window) + " does not fit into " +
+                       shape_to_string(shape) + " in dimension " + std::to_string(d));
+    counts[d] = (shape[d] - extent) / step[d] + 1;
+  }
+  return counts;
+}
+
+// [counts..., window...]: every window of `a` as a view.
+Tensor window_view(std::string_view op, const Tensor& a, Shape window, I64s step, I64s dilation) {
+  detail::node_of(a, op);
+  detail::check_arity(op, window.size(), a.shape(), "window");
+  detail::check_arity(op, step.size(), a.shape(), "steps");
+  const Shape counts = window_counts(op, a.shape(), window, step, dilation);
+  Shape shape = counts;
+  shape.insert(shape.end(), window.begin(), window.end());
+  detail::Attrs attrs;
+  attrs.window = window;
+  attrs.step = step;
+  attrs.dilation = dilation;
+  return detail::make_view(Op::windows, a, std::move(shape), std::move(attrs),
+                           [&](const detail::ViewMap& m) {
+                             return m.windows(window, step, dilation, counts);
+                           });
+}
+
+// The adjoint of window_view: windows [counts..., window...] summed back into `shape`.
+Tensor unwindow(const Tensor& w, Shape shape, I64s step, I64s dilation) {
+  const std::size_t rank = shape.size();
+  detail::Attrs attrs;
+  attrs.window.assign(w.shape().begin() + static_cast<std::ptrdiff_t>(rank), w.shape().end());
+  attrs.step = std::move(step);
+  attrs.dilation = std::move(dilation);
+  return detail::make_node(Op::unwindow, w.dtype(), std::move(shape), {w.node()},
+                           std::move(attrs));
+}
+
+// Windows over every dimension but the last, each taking the whole last dimension, flattened:
+// [counts of the leading dimensions..., window elements].
+Tensor leading_windows(std::string_view op, const Tensor& a, Shape window, I64s steps) {
+  detail::node_of(a, op);
+  if (a.rank() < 1)
+    detail::fail(ErrorCode::illegal_dimensionality, op, "needs at least one dimension");
+  if (window.size() + 1 != a.shape().size() || steps.size() + 1 != a.shape().size())
+    detail::fail(ErrorCode::illegal_dimensionality, op,
+                 "window and steps need " + std::to_string(a.rank() - 1) + " entries for " +
+                     shape_to_string(a.shape()));
+  window.push_back(a.shape().back());
+  steps.push_back(1);
+  Tensor w = window_view(op, a, window, steps, I64s(window.size(), 1));
+  Shape flat(w.shape().begin(), w.shape().begin() + a.rank() - 1);
+  flat.push_back(product(window));
+  return reshape(w, flat);
+}
+
+}  // namespace
+
+Tensor sliding_window(const Tensor& a, I64s size, I64s steps) {
+  detail::node_of(a, "sliding_window");
+  const I64s ones(size.size(), 1);
+  Tensor w = window_view("sliding_window", a, size, std::move(steps), ones);
+  Shape flat{product(Shape(w.shape().begin(), w.shape().begin() + a.rank()))};
+  flat.insert(flat.end(), size.begin(), size.end());
+  return reshape(w, flat);
+}
+
+Tensor unslide_window(const Tensor& windows, Shape shape, I64s steps) {
+  detail::node_of(windows, "unslide_window");
+  if (windows.rank() != static_cast<int>(shape.size()) + 1 || steps.size() != shape.size())
+    detail::fail(ErrorCode::illegal_dimensionality, "unslide_window",
+                 "windows " + shape_to_string(windows.shape()) + " do not match shape " +
+                     shape_to_string(shape) + " with " + std::to_string(steps.size()) + " steps");
+  const Shape window(windows.shape().begin() + 1, windows.shape().end());
+  const I64s ones(shape.size(), 1);
+  Shape counts = window_counts("unslide_window", shape, window, steps, ones);
+  if (product(counts) != windows.shape()[0])
+    detail::fail(ErrorCode::incompatible_shapes, "unslide_window",
+                 std::to_string(windows.shape()[0]) + " windows given, " +
+                     shape_to_string(shape) + " has " + std::to_string(product(counts)));
+  counts.insert(counts.end(), window.begin(), window.end());
+  return unwindow(reshape(windows, counts), std::move(shape), std::move(steps), ones);
+}
+
+Tensor convolve(const Tensor& a, const Tensor& kernel, I64s steps) {
+  detail::node_of(a, "convolve");
+  detail::node_of(kernel, "convolve");
+  const int n = a.rank();
+  const bool filters = kernel.rank() == n + 1;
+  if (n < 1 || (kernel.rank() != n && !filters))
+    detail::fail(ErrorCode::illegal_dimensionality, "convolve",
+                 "kernel " + shape_to_string(kernel.shape()) + " needs " + std::to_string(n) +
+                     " or " + std::to_string(n + 1) + " dimensions for input " +
+                     shape_to_string(a.shape()));
+  const Shape window(kernel.shape().begin() + (filters ? 1 : 0), kernel.shape().end());
+  if (window.back() != a.shape().back())
+    detail::fail(ErrorCode::incompatible_shapes, "convolve",
+                 "last dimensions of " + shape_to_string(a.shape()) + " and kernel " +
+                     shape_to_string(kernel.shape()) + " differ");
+  const Tensor patches = leading_windows("convolve", a, Shape(window.begin(), window.end() - 1),
+                                         std::move(steps));
+  const std::int64_t k = product(window);
+  const std::int64_t f = filters ? kernel.shape()[0] : 1;
+  Shape counts(patches.shape().begin(), patches.shape().end() - 1);
+  const Tensor rows = reshape(patches, {-1, k});
+  const Tensor out = matmul(rows, transpose(reshape(kernel, {f, k})));
+  if (filters) counts.push_back(f);
+  return reshape(out, counts);
+}
+
+Tensor pooling_sum(const Tensor& a, I64s window, I64s steps) {
+  return sum(leading_windows("pooling_sum", a, std::move(window), std::move(steps)), {-1});
+}
+
+Tensor pooling_max(const Tensor& a, I64s window, I64s steps) {
+  return max(leading_windows("pooling_max", a, std::move(window), std::move(steps)), {-1});
+}
+
+namespace {
+
+// [N, C, H, W] (a [C, H, W] input gets N = 1, dropped again by the caller).
+Tensor batched(std::string_view op, const Tensor& x) {
+  detail::node_of(x, op);
+  if (x.rank() == 3) return unsqueeze(x, 0);
+  if (x.rank() != 4)
+    detail::fail(ErrorCode::illegal_dimensionality, op,
+                 "needs an input [N, C, H, W] or [C, H, W], got " + shape_to_string(x.shape()));
+  return x;
+}
+
+void check_2d(std::string_view op, const std::array<std::int64_t, 2>& stride,
+              const std::array<std::int64_t, 2>& padding,
+              const std::array<std::int64_t, 2>& dilation) {
+  for (int i = 0; i < 2; ++i)
+    if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0)
+      detail::fail(ErrorCode::invalid_select, op,
+                   "stride and dilation must be positive and padding not negative");
+}
+
+// [N, C, oH, oW, kH * kW] windows of a padded [N, C, H, W] input.
+Tensor pool_windows(std::string_view op, const Tensor& x, std::array<std::int64_t, 2> kernel,
+                    const Pool2dOptions& o, Scalar fill) {
+  std::array<std::int64_t, 2> stride = o.stride;
+  if (stride[0] == 0 && stride[1] == 0) stride = kernel;
+  check_2d(op, stride, o.padding, o.dilation);
+  const Tensor padded =
+      pad(x, {0, 0, o.padding[0], o.padding[1]}, {0, 0, o.padding[0], o.padding[1]}, fill);
+  const Tensor w = window_view(op, padded, {1, 1, kernel[0], kernel[1]},
+                               {1, 1, stride[0], stride[1]}, {1, 1, o.dilation[0], o.dilation[1]});
+  const Shape& s = w.shape();
+  return reshape(w, {s[0], s[1], s[2], s[3], kernel[0] * kernel[1]});
+}
+
+Scalar lowest(DType t) {
+  switch (t) {
+    case DType::i32: return Scalar(std::numeric_limits<std::int32_t>::lowest());
+    case DType::i64: return Scalar(std::numeric_limits<std::int64_t>::lowest());
+    default: return Scalar(-std::numeric_limits<double>::infinity());
+  }
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dOptions o) {
+  const Tensor x = batched("conv2d", input);
+  detail::node_of(weight, "conv2d");
+  check_2d("conv2d", o.stride, o.padding, o.dilation);
+  const Shape& ws = weight.shape();
+  if (ws.size() != 4 || ws[1] != x.shape()[1])
+    detail::fail(ErrorCode::incompatible_shapes, "conv2d",
+                 "weight " + shape_to_string(ws) + " does not fit input " +
+                     shape_to_string(input.shape()) + " (weight [O, C, kH, kW] expected)");
+  const std::int64_t c = ws[1], kh = ws[2], kw = ws[3];
+  const Tensor padded = pad(x, {0, 0, o.padding[0], o.padding[1]},
+                            {0, 0, o.padding[0], o.padding[1]}, 0);
+  const Tensor w = window_view("conv2d", padded, {1, c, kh, kw}, {1, 1, o.stride[0], o.stride[1]},
+                               {1, 1, o.dilation[0], o.dilation[1]});
+  const std::int64_t n = w.shape()[0], oh = w.shape()[2], ow = w.shape()[3];
+  const Tensor rows = reshape(w, {n * oh * ow, c * kh * kw});
+  Tensor out = matmul(rows, transpose(reshape(weight, {ws[0], c * kh * kw})));
+  out = permute(reshape(out, {n, oh, ow, ws[0]}), {0, 3, 1, 2});
+  if (bias.defined()) {
+    if (bias.shape() != Shape{ws[0]})
+      detail::fail(ErrorCode::incompatible_shapes, "conv2d",
+                   "bias " + shape_to_string(bias.shape()) + " for " + std::to_string(ws[0]) +
+                       " output channels");
+    out = out + reshape(bias, {ws[0], 1, 1});
+  }
+  return input.rank() == 3 ? squeeze(out, 0) : out;
+}
+
+Tensor max_pool2d(const Tensor& input, std::array<std::int64_t, 2> kernel, Pool2dOptions o) {
+  const Tensor x = batched("max_pool2d", input);
+  const Scalar fill = lowest(x.dtype());
+  const Tensor out = max(pool_windows("max_pool2d", x, kernel, o, fill), {-1});
+  return input.rank() == 3 ? squeeze(out, 0) : out;
+}
+
+Tensor avg_pool2d(const Tensor& input, std::array<std::int64_t, 2> kernel, Pool2dOptions o) {
+  const Tensor x = batched("avg_pool2d", input);
+  const Tensor out = mean(pool_windows("avg_pool2d", x, kernel, o, 0), {-1});
+  return input.rank() == 3 ? squeeze(out, 0) : out;
+}
+
+}  // namespace kiln
