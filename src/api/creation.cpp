@@ -41,7 +41,8 @@ Tensor arange(Shape shape, int axis) {
     detail::fail(ErrorCode::illegal_dimension, "arange", "negative size in shape " + shape_to_string(shape));
   Shape column(shape.size(), 1);
   column[ax] = shape[ax];
-  return broadcast_to(reshape(arange(shape[ax]), column), std::move(shape));
+  const Tensor line = reshape(arange(shape[ax]), column);
+  return broadcast_to(line, std::move(shape));
 }
 
 Tensor uniform(Shape shape, std::uint64_t seed, DType dtype) {
