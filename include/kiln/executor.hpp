@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string_view>
 
 namespace kiln {
@@ -15,9 +16,9 @@ class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::string_view name() const = 0;
-  // Computes `node` and every node it needs that has no result yet. Results of intermediate
-  // nodes that no handle outside the graph refers to may be released after their last use.
-  virtual void execute(detail::Node& node) = 0;
+  // Computes the targets and every node they need that has no result yet. Results of
+  // intermediate nodes that no Tensor handle refers to may be released after their last use.
+  virtual void execute(std::span<detail::Node* const> targets) = 0;
 };
 
 std::shared_ptr<Executor> reference_executor();

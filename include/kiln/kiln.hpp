@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/activations.hpp"
+#include "kiln/autodiff.hpp"
 #include "kiln/custom.hpp"
 #include "kiln/error.hpp"
 #include "kiln/executor.hpp"

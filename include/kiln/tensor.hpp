@@ -86,6 +86,18 @@ class Tensor {
   // For executors and the C API.
   const std::shared_ptr<detail::Node>& node() const { return node_; }
 
+  // ---- autodiff (see autodiff.hpp) ----------------------------------------------------------
+  // Marks this node as a variable that gradients can be taken with respect to.
+  const Tensor& watch() const;
+  const Tensor& unwatch() const;
+  bool is_watched() const;
+  // For a one-element tensor built in a gradient context: evaluates the gradient of this value
+  // with respect to every watched variable it depends on and adds it to that variable's grad().
+  void backward() const;
+  // The gradient accumulated by backward() (an undefined handle before the first backward()).
+  Tensor grad() const;
+  void zero_grad() const;
+
   // ---- broadcasting mode ------------------------------------------------------------------
   // A handle to the same node that binary ops broadcast inversely (aligned at the left).
   // The mark belongs to this handle only and never passes to results.
@@ -123,6 +135,9 @@ class Tensor {
   std::shared_ptr<detail::Node> node_;
   bool inverse_broadcast_ = false;
 };
+
+// Evaluates several tensors in one pass, computing shared parts of their graphs once.
+void eval_all(const std::vector<Tensor>& tensors);
 
 // Prints shape, dtype and values (abbreviated with "..." when large).
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "kiln/autodiff.hpp"
+
 namespace kiln::detail {
 
 void fail(ErrorCode code, std::string_view op, const std::string& what) {
@@ -34,8 +36,10 @@ void check_shape(std::string_view op, const Shape& shape) {
 
 Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs) {
   check_shape(op_info(op).name, shape);
-  return Tensor(std::make_shared<Node>(op, dtype, std::move(shape), std::move(inputs),
-                                       std::move(attrs)));
+  auto node =
+      std::make_shared<Node>(op, dtype, std::move(shape), std::move(inputs), std::move(attrs));
+  node->in_gradient_context = gradient_context_active();
+  return Tensor(std::move(node));
 }
 
 Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,
@@ -48,6 +52,7 @@ Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,
   const bool compose = in->is_view() && !in->result;
   node->view_base = compose ? in->view_base : in;
   node->view = fold(compose ? in->view : ViewMap::identity(in->shape));
+  node->in_gradient_context = gradient_context_active();
   return Tensor(std::move(node));
 }
 

@@ -33,6 +33,8 @@ void check_arity(std::string_view op, std::size_t given, const Shape& shape, con
 
 std::string shape_str(const Shape& s);
 
+bool gradient_context_active();
+
 // A seed drawn from the global generator (reset by manual_seed).
 std::uint64_t next_global_seed();
 

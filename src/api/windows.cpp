@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "api/builder.hpp"
+#include "api/window_views.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/windows.hpp"
 
@@ -36,8 +37,10 @@ Shape window_counts(std::string_view op, const Shape& shape, const Shape& window
   return counts;
 }
 
-// [counts..., window...]: every window of `a` as a view.
-Tensor window_view(std::string_view op, const Tensor& a, Shape window, I64s step, I64s dilation) {
+}  // namespace
+
+Tensor detail::window_view(std::string_view op, const Tensor& a, Shape window, I64s step,
+                           I64s dilation) {
   detail::node_of(a, op);
   detail::check_arity(op, window.size(), a.shape(), "window");
   detail::check_arity(op, step.size(), a.shape(), "steps");
@@ -54,8 +57,7 @@ Tensor window_view(std::string_view op, const Tensor& a, Shape window, I64s step
                            });
 }
 
-// The adjoint of window_view: windows [counts..., window...] summed back into `shape`.
-Tensor unwindow(const Tensor& w, Shape shape, I64s step, I64s dilation) {
+Tensor detail::unwindow(const Tensor& w, Shape shape, I64s step, I64s dilation) {
   const std::size_t rank = shape.size();
   detail::Attrs attrs;
   attrs.window.assign(w.shape().begin() + static_cast<std::ptrdiff_t>(rank), w.shape().end());
@@ -64,6 +66,8 @@ Tensor unwindow(const Tensor& w, Shape shape, I64s step, I64s dilation) {
   return detail::make_node(Op::unwindow, w.dtype(), std::move(shape), {w.node()},
                            std::move(attrs));
 }
+
+namespace {
 
 // Windows over every dimension but the last, each taking the whole last dimension, flattened:
 // [counts of the leading dimensions..., window elements].
@@ -77,7 +81,7 @@ Tensor leading_windows(std::string_view op, const Tensor& a, Shape window, I64s 
                      shape_to_string(a.shape()));
   window.push_back(a.shape().back());
   steps.push_back(1);
-  Tensor w = window_view(op, a, window, steps, I64s(window.size(), 1));
+  Tensor w = detail::window_view(op, a, window, steps, I64s(window.size(), 1));
   Shape flat(w.shape().begin(), w.shape().begin() + a.rank() - 1);
   flat.push_back(product(window));
   return reshape(w, flat);
@@ -88,7 +92,7 @@ Tensor leading_windows(std::string_view op, const Tensor& a, Shape window, I64s 
 Tensor sliding_window(const Tensor& a, I64s size, I64s steps) {
   detail::node_of(a, "sliding_window");
   const I64s ones(size.size(), 1);
-  Tensor w = window_view("sliding_window", a, size, std::move(steps), ones);
+  Tensor w = detail::window_view("sliding_window", a, size, std::move(steps), ones);
   Shape flat{product(Shape(w.shape().begin(), w.shape().begin() + a.rank()))};
   flat.insert(flat.end(), size.begin(), size.end());
   return reshape(w, flat);
@@ -108,7 +112,7 @@ Tensor unslide_window(const Tensor& windows, Shape shape, I64s steps) {
                  std::to_string(windows.shape()[0]) + " windows given, " +
                      shape_to_string(shape) + " has " + std::to_string(product(counts)));
   counts.insert(counts.end(), window.begin(), window.end());
-  return unwindow(reshape(windows, counts), std::move(shape), std::move(steps), ones);
+  return detail::unwindow(reshape(windows, counts), std::move(shape), std::move(steps), ones);
 }
 
 Tensor convolve(const Tensor& a, const Tensor& kernel, I64s steps) {
@@ -174,7 +178,7 @@ Tensor pool_windows(std::string_view op, const Tensor& x, std::array<std::int64_
   check_2d(op, stride, o.padding, o.dilation);
   const Tensor padded =
       pad(x, {0, 0, o.padding[0], o.padding[1]}, {0, 0, o.padding[0], o.padding[1]}, fill);
-  const Tensor w = window_view(op, padded, {1, 1, kernel[0], kernel[1]},
+  const Tensor w = detail::window_view(op, padded, {1, 1, kernel[0], kernel[1]},
                                {1, 1, stride[0], stride[1]}, {1, 1, o.dilation[0], o.dilation[1]});
   const Shape& s = w.shape();
   return reshape(w, {s[0], s[1], s[2], s[3], kernel[0] * kernel[1]});
@@ -202,7 +206,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Con
   const std::int64_t c = ws[1], kh = ws[2], kw = ws[3];
   const Tensor padded = pad(x, {0, 0, o.padding[0], o.padding[1]},
                             {0, 0, o.padding[0], o.padding[1]}, 0);
-  const Tensor w = window_view("conv2d", padded, {1, c, kh, kw}, {1, 1, o.stride[0], o.stride[1]},
+  const Tensor w = detail::window_view("conv2d", padded, {1, c, kh, kw}, {1, 1, o.stride[0], o.stride[1]},
                                {1, 1, o.dilation[0], o.dilation[1]});
   const std::int64_t n = w.shape()[0], oh = w.shape()[2], ow = w.shape()[3];
   const Tensor rows = reshape(w, {n * oh * ow, c * kh * kw});

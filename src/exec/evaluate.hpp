@@ -1,8 +1,11 @@
 // The one entry point from the front end into execution.
 #pragma once
 
+#include <span>
+
 namespace kiln::detail {
 struct Node;
-// Computes `node` with the current executor unless it already holds a result.
+// Computes the nodes with the current executor (those holding results already are skipped).
 void evaluate(Node& node);
+void evaluate(std::span<Node* const> nodes);
 }  // namespace kiln::detail

@@ -30,11 +30,16 @@ void set_executor(std::shared_ptr<Executor> executor) {
 
 namespace detail {
 
-void evaluate(Node& node) {
+void evaluate(std::span<Node* const> nodes) {
   // Results are cached in shared nodes, so evaluations are serialised.
   static std::mutex evaluation_mutex;
   std::lock_guard lock(evaluation_mutex);
-  current_executor()->execute(node);
+  current_executor()->execute(nodes);
+}
+
+void evaluate(Node& node) {
+  Node* targets[] = {&node};
+  evaluate(targets);
 }
 
 }  // namespace detail

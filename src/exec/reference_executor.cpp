@@ -14,8 +14,9 @@ class ReferenceExecutor final : public Executor {
  public:
   std::string_view name() const override { return "reference"; }
 
-  void execute(detail::Node& target) override {
-    const auto order = detail::nodes_to_compute(target);
+  void execute(std::span<detail::Node* const> targets) override {
+    const auto order = detail::nodes_to_compute(targets);
+    const std::unordered_set<detail::Node*> wanted(targets.begin(), targets.end());
     auto remaining = detail::consumer_counts(order);
     // Only results computed here can be released: they can be computed again if needed.
     const std::unordered_set<detail::Node*> computed(order.begin(), order.end());
@@ -24,7 +25,7 @@ class ReferenceExecutor final : public Executor {
       detail::run_reference_kernel(*node, *out);
       node->result = std::move(out);
       for (detail::Node* dep : detail::dependencies(*node)) {
-        if (--remaining[dep] == 0 && dep != &target && dep->handles.load() == 0 &&
+        if (--remaining[dep] == 0 && !wanted.count(dep) && dep->handles.load() == 0 &&
             computed.count(dep) != 0)
           dep->result.reset();
       }

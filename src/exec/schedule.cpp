@@ -18,12 +18,13 @@ std::vector<Node*> dependencies(const Node& node) {
   return deps;
 }
 
-std::vector<Node*> nodes_to_compute(Node& target) {
+std::vector<Node*> nodes_to_compute(std::span<Node* const> targets) {
   std::vector<Node*> order;
-  if (target.result) return order;
   enum State : std::uint8_t { unseen, expanded, done };
   std::unordered_map<Node*, State> state;
-  std::vector<Node*> stack{&target};
+  std::vector<Node*> stack;
+  for (auto it = targets.rbegin(); it != targets.rend(); ++it)
+    if (!(*it)->result) stack.push_back(*it);
   while (!stack.empty()) {
     Node* node = stack.back();
     State& st = state[node];

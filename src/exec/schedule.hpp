@@ -2,6 +2,7 @@
 // yet, in an order where every node comes after the nodes it reads.
 #pragma once
 
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -13,9 +14,9 @@ namespace kiln::detail {
 // replaced by the node the view reads through.
 std::vector<Node*> dependencies(const Node& node);
 
-// The nodes without results that `target` needs (target included, unless it has a result),
+// The nodes without results that the targets need (targets included, unless they have results),
 // inputs first. Iterative, so graph depth is limited only by memory.
-std::vector<Node*> nodes_to_compute(Node& target);
+std::vector<Node*> nodes_to_compute(std::span<Node* const> targets);
 
 // For each node read by something in `order`, how many times it is read there.
 std::unordered_map<Node*, int> consumer_counts(const std::vector<Node*>& order);

@@ -9,6 +9,7 @@ Node::~Node() {
       if (in) pending.push_back(std::move(in));
     n.inputs.clear();
     if (n.view_base) pending.push_back(std::move(n.view_base));
+    if (n.grad) pending.push_back(std::move(n.grad));
   };
   detach(*this);
   while (!pending.empty()) {

@@ -51,6 +51,12 @@ struct Node {
 
   // The computed values (row-major, of `shape`), when present.
   std::shared_ptr<Buffer> result;
+  // Autodiff: whether the node was built inside a gradient context, whether it is a marked
+  // variable, and the gradient backward() accumulated for it (a leaf, or null).
+  bool in_gradient_context = false;
+  std::atomic<bool> watched{false};
+  NodePtr grad;
+
   // How many Tensor handles refer to this node. Executors may release the result of a node
   // that no handle refers to once its last consumer has run.
   std::atomic<int> handles{0};

@@ -1,0 +1,140 @@
+// Reverse-mode differentiation as a graph-to-graph transform: the gradient of every node is
+// built from ordinary ops, walking the forward graph once in reverse topological order.
+#include <atomic>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "api/builder.hpp"
+#include "autodiff/gradient_rules.hpp"
+#include "exec/evaluate.hpp"
+#include "kiln/autodiff.hpp"
+#include "kiln/graph.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln {
+
+namespace {
+std::atomic<int> context_depth{0};
+
+std::string describe(const Tensor& t) {
+  return shape_to_string(t.shape()) + (t.name().empty() ? "" : " \"" + t.name() + "\"");
+}
+}  // namespace
+
+GradientContext::GradientContext() { start_gradient_context(); }
+GradientContext::~GradientContext() { stop_gradient_context(); }
+bool in_gradient_context() { return context_depth.load() > 0; }
+void start_gradient_context() { ++context_depth; }
+void stop_gradient_context() {
+  int depth = context_depth.load();
+  while (depth > 0 && !context_depth.compare_exchange_weak(depth, depth - 1)) {
+  }
+}
+bool detail::gradient_context_active() { return in_gradient_context(); }
+
+std::vector<Tensor> gradients(const Tensor& y, const std::vector<Tensor>& xs) {
+  detail::node_of(y, "gradients");
+  std::unordered_set<detail::Node*> variables;
+  for (const Tensor& x : xs) {
+    detail::node_of(x, "gradients");
+    if (!x.is_watched())
+      detail::fail(ErrorCode::illegal_derive, "gradients",
+                   "the variable " + describe(x) + " is not watched (call watch() on it)");
+    variables.insert(x.node().get());
+  }
+  if (!y.node()->in_gradient_context && !y.is_watched())
+    detail::fail(ErrorCode::illegal_derive, "gradients",
+                 "the output " + describe(y) +
+                     " was not built inside a gradient context (GradientContext)");
+
+  // The nodes on a path from y to some variable, found in one pass over the topological order.
+  const std::vector<Tensor> order = topological_order(y);
+  std::unordered_set<detail::Node*> leads;
+  for (const Tensor& t : order) {
+    bool on_path = variables.count(t.node().get()) != 0;
+    for (const auto& in : t.node()->inputs) on_path = on_path || leads.count(in.get()) != 0;
+    if (on_path) leads.insert(t.node().get());
+  }
+
+  const DType seed_type = y.dtype() == DType::f32 ? DType::f32 : DType::f64;
+  std::unordered_map<detail::Node*, Tensor> grad;
+  if (leads.count(y.node().get())) grad[y.node().get()] = ones(y.shape(), seed_type);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    detail::Node* n = it->node().get();
+    auto g = grad.find(n);
+    if (g == grad.end()) continue;
+    const std::vector<Tensor> parts = detail::input_gradients(*it, g->second);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      detail::Node* in = n->inputs[i].get();
+      if (!parts[i].defined() || !leads.count(in)) continue;
+      auto [slot, fresh] = grad.try_emplace(in, parts[i]);
+      if (!fresh) slot->second = slot->second + parts[i];
+    }
+    // Interior gradients are no longer needed once passed on; variables keep theirs.
+    if (!variables.count(n)) grad.erase(n);
+  }
+
+  std::vector<Tensor> out;
+  for (const Tensor& x : xs) {
+    const DType type = (y.dtype() == DType::f32 && x.dtype() == DType::f32) ? DType::f32
+                                                                            : DType::f64;
+    auto g = grad.find(x.node().get());
+    if (g == grad.end()) {
+      out.push_back(zeros(x.shape(), type));
+    } else {
+      out.push_back(g->second.dtype() == type ? g->second : convert(g->second, type));
+    }
+  }
+  return out;
+}
+
+Tensor gradient(const Tensor& y, const Tensor& x) { return gradients(y, {x})[0]; }
+
+const Tensor& Tensor::watch() const {
+  detail::node_of(*this, "watch")->watched = true;
+  return *this;
+}
+const Tensor& Tensor::unwatch() const {
+  detail::node_of(*this, "unwatch")->watched = false;
+  return *this;
+}
+bool Tensor::is_watched() const { return detail::node_of(*this, "is_watched")->watched; }
+
+Tensor Tensor::grad() const {
+  const auto& n = detail::node_of(*this, "grad");
+  return n->grad ? Tensor(n->grad) : Tensor();
+}
+void Tensor::zero_grad() const { detail::node_of(*this, "zero_grad")->grad.reset(); }
+
+void Tensor::backward() const {
+  detail::node_of(*this, "backward");
+  if (numel() != 1)
+    detail::fail(ErrorCode::illegal_derive, "backward",
+                 "needs a one-element output, got shape " + shape_to_string(shape()));
+  std::vector<Tensor> variables;
+  for (const Tensor& t : topological_order(*this))
+    if (t.is_watched()) variables.push_back(t);
+  const std::vector<Tensor> grads = gradients(*this, variables);
+  std::vector<Tensor> totals;
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    const Tensor old = variables[i].grad();
+    totals.push_back(old.defined() ? kiln::convert(old + grads[i], grads[i].dtype()) : grads[i]);
+  }
+  eval_all(totals);
+  // Store each total as a leaf, so the gradient does not keep this step's graph alive.
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    const auto& total = totals[i].node();
+    auto leaf = std::make_shared<detail::Node>(detail::Op::store, total->dtype, total->shape,
+                                               std::vector<detail::NodePtr>{});
+    leaf->result = total->result;
+    variables[i].node()->grad = std::move(leaf);
+  }
+}
+
+void eval_all(const std::vector<Tensor>& tensors) {
+  std::vector<detail::Node*> nodes;
+  for (const Tensor& t : tensors) nodes.push_back(detail::node_of(t, "eval_all").get());
+  detail::evaluate(nodes);
+}
+
+}  // namespace kiln
