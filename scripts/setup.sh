@@ -3,7 +3,8 @@
 # package is already installed it does nothing (and does not touch apt).
 set -euo pipefail
 
-PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config)
+PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config
+          libdnnl-dev libopenblas-dev libsleef-dev libstb-dev)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -21,9 +21,18 @@ class Executor {
   virtual void execute(std::span<detail::Node* const> targets) = 0;
 };
 
+// Plain per-op code, the oracle.
 std::shared_ptr<Executor> reference_executor();
-// The executor eval() uses; the reference executor until another is set.
+// Fused, vectorised and multi-threaded; the default.
+std::shared_ptr<Executor> cpu_executor();
+// The executor eval() uses: cpu_executor(), or the one named by the environment variable
+// KILN_EXECUTOR (reference or cpu) at start-up, until set_executor() picks another.
 std::shared_ptr<Executor> current_executor();
 void set_executor(std::shared_ptr<Executor> executor);
+
+// Threads the CPU executor uses, the calling thread included (default: the number of cores, or
+// the environment variable KILN_NUM_THREADS).
+int num_threads();
+void set_num_threads(int threads);
 
 }  // namespace kiln

@@ -17,15 +17,26 @@ void check_index_type(std::string_view op, const Tensor& indices) {
                      dtype_name(indices.dtype()) + " " + shape_to_string(indices.shape()));
 }
 
+// The buffer holding every value `indices` can show, when it is computed already: its own
+// result, or that of the node under a chain of reshapes and broadcasts (which drop no values).
+const detail::Buffer* known_values(const Tensor& indices) {
+  const detail::Node* n = indices.node().get();
+  while (!n->result && (n->op == Op::reshape || n->op == Op::broadcast)) n = n->inputs[0].get();
+  return n->result.get();
+}
+
 // Indices that are already known are checked when the node is built.
 void check_known_indices(std::string_view op, const Tensor& indices, std::int64_t size,
                          bool negatives_dropped) {
-  if (!indices.is_evaluated()) return;
-  for (std::int64_t v : indices.to_vector<std::int64_t>())
+  const detail::Buffer* values = known_values(indices);
+  if (values == nullptr) return;
+  for (std::int64_t i = 0; i < values->numel(); ++i) {
+    const auto v = values->get<std::int64_t>(i);
     if (v >= size || (v < 0 && !negatives_dropped))
       detail::fail(ErrorCode::invalid_select, op,
                    "index " + std::to_string(v) + " out of range for a dimension of size " +
                        std::to_string(size));
+  }
 }
 
 // `indices` [p..., J] spread over the trailing dimensions `rest` of the data: [p..., J, rest...].

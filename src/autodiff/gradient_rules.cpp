@@ -117,17 +117,20 @@ Tensor reduction_gradient(const Tensor& node, const Tensor& x, const Tensor& g, 
       return spread_back(g, n, s) / c(static_cast<double>(count), g);
     }
     case Op::prod: {
-      // With no zero in a group, prod / x; with one zero, the zero gets the product of the
-      // others; with more, every gradient is 0.
+      // d prod / d x_j is the product of the other elements. With no zero in the group that is
+      // prod / x_j; otherwise it is built from the product of the non-zero elements and the
+      // other zeros, kept in the graph (as "sum of the zeros - x_j" when there are two) so that
+      // second derivatives stay right.
       std::vector<int> axes(n.attrs.axes.begin(), n.attrs.axes.end());
+      const Tensor zero = zeros({}, x.dtype()), one = ones({}, x.dtype());
       const Tensor is_zero = equal(x, 0);
       const Tensor zeros_in_group = spread_back(sum(is_zero, axes), n, s);
-      const Tensor others = spread_back(prod(where(is_zero, ones({}, x.dtype()), x), axes), n, s);
-      const Tensor y = spread_back(node, n, s);
-      const Tensor nonzero_case = y / where(is_zero, ones({}, x.dtype()), x);
-      const Tensor local =
-          where(is_zero, where(equal(zeros_in_group, 1), others, zeros({}, x.dtype())),
-                nonzero_case);
+      const Tensor nonzero_product = spread_back(prod(where(is_zero, one, x), axes), n, s);
+      const Tensor other_zero = spread_back(sum(where(is_zero, x, zero), axes), n, s) - x;
+      const Tensor at_zero =
+          where(equal(zeros_in_group, 1), nonzero_product,
+                where(equal(zeros_in_group, 2), nonzero_product * other_zero, zero));
+      const Tensor local = where(is_zero, at_zero, spread_back(node, n, s) / where(is_zero, one, x));
       return spread_back(g, n, s) * local;
     }
     case Op::min:

@@ -1,7 +1,10 @@
 #include "kiln/executor.hpp"
 
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 
+#include "exec/cpu/thread_pool.hpp"
 #include "exec/evaluate.hpp"
 #include "graph/node.hpp"
 
@@ -12,8 +15,13 @@ std::mutex& executor_mutex() {
   static std::mutex m;
   return m;
 }
+std::shared_ptr<Executor> default_executor() {
+  const char* name = std::getenv("KILN_EXECUTOR");
+  if (name != nullptr && std::string_view(name) == "reference") return reference_executor();
+  return cpu_executor();
+}
 std::shared_ptr<Executor>& executor_slot() {
-  static std::shared_ptr<Executor> current = reference_executor();
+  static std::shared_ptr<Executor> current = default_executor();
   return current;
 }
 }  // namespace
@@ -25,8 +33,11 @@ std::shared_ptr<Executor> current_executor() {
 
 void set_executor(std::shared_ptr<Executor> executor) {
   std::lock_guard lock(executor_mutex());
-  executor_slot() = executor ? std::move(executor) : reference_executor();
+  executor_slot() = executor ? std::move(executor) : default_executor();
 }
+
+int num_threads() { return detail::thread_count(); }
+void set_num_threads(int threads) { detail::set_thread_count(threads); }
 
 namespace detail {
 

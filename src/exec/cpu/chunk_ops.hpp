@@ -1,0 +1,33 @@
+// Loops over chunks of contiguous values for the CPU executor's fused kernels. Each instruction
+// set (generic x86-64, AVX2, AVX-512) has its own compiled copy of the float loops, with SLEEF's
+// vectorised transcendental functions; the fastest copy the machine supports is chosen at run
+// time, so one binary runs everywhere.
+#pragma once
+
+#include <cstdint>
+
+#include "graph/op_table.hpp"
+
+namespace kiln::detail::cpu {
+
+struct FloatLoops {
+  const char* isa;
+  // out[i] = op(a[i]) / op(a[i], b[i]) for the float-valued unary and arithmetic binary ops.
+  void (*unary_f32)(Op op, const float* a, float* out, std::int64_t n);
+  void (*unary_f64)(Op op, const double* a, double* out, std::int64_t n);
+  void (*binary_f32)(Op op, const float* a, const float* b, float* out, std::int64_t n);
+  void (*binary_f64)(Op op, const double* a, const double* b, double* out, std::int64_t n);
+  // Horizontal reductions of a contiguous row (sum accumulates in several lanes).
+  double (*row_sum_f32)(const float* a, std::int64_t n);
+  float (*row_max_f32)(const float* a, std::int64_t n);
+  float (*row_min_f32)(const float* a, std::int64_t n);
+};
+
+// The loops for the best instruction set this machine has (KILN_ISA=generic|avx2|avx512
+// overrides, for testing).
+const FloatLoops& float_loops();
+
+// Whether `op` has a vectorised float loop.
+bool has_float_loop(Op op);
+
+}  // namespace kiln::detail::cpu

@@ -1,0 +1,111 @@
+#include "exec/cpu/gemm.hpp"
+
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "exec/cpu/source.hpp"
+#include "exec/operand.hpp"
+
+namespace kiln::detail::cpu {
+
+namespace {
+
+// One operand as a stack of matrices: element (b, i, j) is at
+// data[offset + sum(batch index * batch stride) + i * row_stride + j * col_stride].
+struct Matrices {
+  std::shared_ptr<Buffer> owned;  // a contiguous copy, when the view could not be passed on
+  const Buffer* buffer = nullptr;
+  std::int64_t offset = 0;
+  std::vector<std::int64_t> batch_strides;
+  std::int64_t row_stride = 0, col_stride = 1;
+};
+
+Matrices describe_operand(const KernelInput& in, const Shape& shape, DType type) {
+  Matrices m;
+  const std::size_t rank = shape.size();
+  const Buffer& base = *in.node->result;
+  const ViewMap* view = in.view;
+  const bool plain = view == nullptr || view->is_identity();
+  if (base.dtype() == type && !plain && view->layers().size() == 1 &&
+      view->layers()[0].valid.empty()) {
+    const ViewLayer& l = view->layers()[0];
+    const std::int64_t rs = l.strides[rank - 2], cs = l.strides[rank - 1];
+    // BLAS needs one of the two strides to be 1 and the other to cover a whole row/column.
+    if ((cs == 1 && rs >= shape[rank - 1]) || (rs == 1 && cs >= shape[rank - 2])) {
+      m.buffer = &base;
+      m.offset = l.offset;
+      m.batch_strides.assign(l.strides.begin(), l.strides.end() - 2);
+      m.row_stride = rs;
+      m.col_stride = cs;
+      return m;
+    }
+  }
+  if (base.dtype() != type || !plain) {
+    const Source src(base, view);
+    m.owned = std::make_shared<Buffer>(type, shape_numel(shape));
+    src.read(0, m.owned->numel(), m.owned->data(), type);
+    m.buffer = m.owned.get();
+  } else {
+    m.buffer = &base;
+  }
+  const auto strides = row_major_strides(shape);
+  m.batch_strides.assign(strides.begin(), strides.end() - 2);
+  m.row_stride = shape[rank - 1];
+  m.col_stride = 1;
+  return m;
+}
+
+template <class T>
+void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T* c) {
+  if constexpr (std::is_same_v<T, float>) {
+    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(n));
+  }
+}
+
+}  // namespace
+
+bool matmul_with_library(const Node& root, const KernelInput& a_in, const KernelInput& b_in,
+                         Buffer& out) {
+  if (!is_float(root.dtype)) return false;
+  const Shape& sa = root.inputs[0]->shape;
+  const Shape& sb = root.inputs[1]->shape;
+  const std::size_t rank = root.shape.size();
+  const std::int64_t m = sa[rank - 2], k = sa[rank - 1], n = sb[rank - 1];
+  if (m == 0 || n == 0) return true;
+  const Matrices a = describe_operand(a_in, sa, root.dtype);
+  const Matrices b = describe_operand(b_in, sb, root.dtype);
+  const Shape batch(root.shape.begin(), root.shape.end() - 2);
+  const std::int64_t batches = shape_numel(batch);
+  dispatch(root.dtype, [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      T* c = out.as<T>();
+      if (k == 0) {
+        std::fill(c, c + out.numel(), T{0});
+        return;
+      }
+      for (std::int64_t bt = 0; bt < batches; ++bt) {
+        std::int64_t oa = a.offset, ob = b.offset, rest = bt;
+        for (std::size_t d = batch.size(); d-- > 0;) {
+          const std::int64_t i = rest % batch[d];
+          rest /= batch[d];
+          oa += i * a.batch_strides[d];
+          ob += i * b.batch_strides[d];
+        }
+        const bool ta = a.col_stride != 1, tb = b.col_stride != 1;
+        gemm<T>(ta, tb, m, n, k, a.buffer->as<T>() + oa, ta ? a.col_stride : a.row_stride,
+                b.buffer->as<T>() + ob, tb ? b.col_stride : b.row_stride, c + bt * m * n);
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace kiln::detail::cpu

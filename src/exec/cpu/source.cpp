@@ -1,0 +1,124 @@
+#include "exec/cpu/source.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "exec/operand.hpp"
+
+namespace kiln::detail::cpu {
+
+void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
+  if (from == to) {
+    std::memcpy(out, in, static_cast<std::size_t>(n) * size_of(to));
+    return;
+  }
+  dispatch(from, [&]<class S>() {
+    dispatch(to, [&]<class T>() {
+      const S* s = static_cast<const S*>(in);
+      T* t = static_cast<T*>(out);
+      for (std::int64_t i = 0; i < n; ++i) t[i] = convert_value<T>(s[i]);
+    });
+  });
+}
+
+Source::Source(const Buffer& base, const ViewMap* view) : buffer_(&base) {
+  if (view == nullptr || view->is_identity()) return;
+  const auto& layers = view->layers();
+  row_major_ = false;
+  // Each lower layer is copied out in turn; the top layer is then read directly.
+  const Buffer* current = &base;
+  for (std::size_t k = 0; k + 1 < layers.size(); ++k) {
+    layer_ = layers[k];
+    buffer_ = current;
+    auto next = std::make_shared<Buffer>(base.dtype(), shape_numel(layer_.shape));
+    read(0, next->numel(), next->data(), base.dtype());
+    staged_ = std::move(next);
+    current = staged_.get();
+  }
+  buffer_ = current;
+  layer_ = layers.back();
+}
+
+const void* Source::contiguous(std::int64_t start) const {
+  if (!row_major_) return nullptr;
+  return static_cast<const std::byte*>(buffer_->data()) +
+         static_cast<std::size_t>(start) * size_of(buffer_->dtype());
+}
+
+void Source::read(std::int64_t start, std::int64_t n, void* out, DType as) const {
+  if (row_major_) {
+    convert_values(contiguous(start), buffer_->dtype(), out, as, n);
+    return;
+  }
+  dispatch(buffer_->dtype(), [&]<class S>() {
+    dispatch(as, [&]<class T>() { read_typed<S, T>(start, n, static_cast<T*>(out)); });
+  });
+}
+
+template <class S, class T>
+void Source::read_typed(std::int64_t start, std::int64_t n, T* out) const {
+  const S* src = buffer_->as<S>();
+  const ViewLayer& l = layer_;
+  const std::size_t rank = l.shape.size();
+  const bool masked = !l.valid.empty();
+  const T fill = l.fill.as<T>();
+  if (rank == 0) {
+    if (n > 0) out[0] = convert_value<T>(src[l.offset]);
+    return;
+  }
+  std::int64_t index[16];
+  std::vector<std::int64_t> big_index;
+  std::int64_t* idx = index;
+  if (rank > 16) {
+    big_index.resize(rank);
+    idx = big_index.data();
+  }
+  std::int64_t p = start;
+  for (std::size_t d = rank; d-- > 0;) {
+    idx[d] = p % l.shape[d];
+    p /= l.shape[d];
+  }
+  const std::size_t last = rank - 1;
+  const std::int64_t stride = l.strides[last];
+  std::int64_t done = 0;
+  while (done < n) {
+    const std::int64_t run = std::min(n - done, l.shape[last] - idx[last]);
+    bool row_valid = true;
+    std::int64_t base = l.offset;
+    for (std::size_t d = 0; d < last; ++d) {
+      if (masked && (idx[d] < l.valid[d].first || idx[d] >= l.valid[d].second)) row_valid = false;
+      base += idx[d] * l.strides[d];
+    }
+    T* o = out + done;
+    const std::int64_t j0 = idx[last];
+    if (!row_valid) {
+      for (std::int64_t j = 0; j < run; ++j) o[j] = fill;
+    } else {
+      std::int64_t lo = 0, hi = run;  // the valid part of the run, relative to j0
+      if (masked) {
+        lo = std::clamp(l.valid[last].first - j0, std::int64_t{0}, run);
+        hi = std::clamp(l.valid[last].second - j0, lo, run);
+        for (std::int64_t j = 0; j < lo; ++j) o[j] = fill;
+        for (std::int64_t j = hi; j < run; ++j) o[j] = fill;
+      }
+      const S* s = src + base + (j0 + lo) * stride;
+      if (stride == 1) {
+        for (std::int64_t j = lo; j < hi; ++j) o[j] = convert_value<T>(s[j - lo]);
+      } else if (stride == 0) {
+        const T v = convert_value<T>(*s);
+        for (std::int64_t j = lo; j < hi; ++j) o[j] = v;
+      } else {
+        for (std::int64_t j = lo; j < hi; ++j) o[j] = convert_value<T>(s[(j - lo) * stride]);
+      }
+    }
+    done += run;
+    idx[last] += run;
+    for (std::size_t d = last; d > 0 && idx[d] == l.shape[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+}  // namespace kiln::detail::cpu

@@ -1,0 +1,37 @@
+// Reading a computed buffer through a view map in chunks of row-major positions: the loads of
+// the CPU executor's kernels.
+#pragma once
+
+#include <memory>
+
+#include "graph/buffer.hpp"
+#include "graph/view.hpp"
+
+namespace kiln::detail::cpu {
+
+// A buffer read in row-major order, or through one strided layer (with optional padding).
+// A map of several layers has its lower layers materialised when the source is prepared, so
+// every read is a single strided walk.
+class Source {
+ public:
+  Source(const Buffer& base, const ViewMap* view);
+
+  DType dtype() const { return buffer_->dtype(); }
+  // Writes the values at row-major positions [start, start + n) of the view, converted to `as`.
+  void read(std::int64_t start, std::int64_t n, void* out, DType as) const;
+  // The contiguous values at [start, ...) when the source is read in row-major order, else null.
+  const void* contiguous(std::int64_t start) const;
+
+ private:
+  template <class S, class T> void read_typed(std::int64_t start, std::int64_t n, T* out) const;
+
+  const Buffer* buffer_;
+  std::shared_ptr<Buffer> staged_;  // owns the materialised lower layers, when there are any
+  bool row_major_ = true;
+  ViewLayer layer_;
+};
+
+// Copies n values of type `from` to type `to` (with kiln's conversion rules).
+void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n);
+
+}  // namespace kiln::detail::cpu

@@ -1,0 +1,19 @@
+// A pool of worker threads, no more than the machine has cores, that sleep while idle.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace kiln::detail {
+
+// Calls body(begin, end) on disjoint ranges covering [0, count), on the calling thread and the
+// pool's workers. Ranges hold at least `grain` items, so small jobs stay on one thread.
+void parallel_for(std::int64_t count, std::int64_t grain,
+                  const std::function<void(std::int64_t, std::int64_t)>& body);
+
+// Threads that parallel_for uses, the caller included (default: the number of cores, or the
+// KILN_NUM_THREADS environment variable).
+int thread_count();
+void set_thread_count(int threads);
+
+}  // namespace kiln::detail

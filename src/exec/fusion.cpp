@@ -1,0 +1,173 @@
+#include "exec/fusion.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "exec/schedule.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln::detail {
+
+bool is_elementwise(const Node& n) {
+  switch (n.info().kind) {
+    case OpKind::unary:
+    case OpKind::binary:
+    case OpKind::ternary: return true;
+    case OpKind::custom: return n.op == Op::custom_map;
+    default: return false;
+  }
+}
+
+namespace {
+
+// An input of a node as the kernel sees it: the node holding (or computing) the buffer, and the
+// map to read it through.
+KernelInput source_of(const NodePtr& input) {
+  Node* d = input.get();
+  if (!d->result && d->is_view()) return {d->view_base.get(), &d->view, ""};
+  return {d, nullptr, ""};
+}
+
+class Scheduler {
+ public:
+  explicit Scheduler(std::span<Node* const> targets)
+      : order_(nodes_to_compute(targets)), targets_(targets.begin(), targets.end()) {
+    for (Node* n : order_)
+      for (const auto& in : n->inputs) ++uses_[source_of(in).node];
+  }
+
+  std::vector<Kernel> run() {
+    std::unordered_set<Node*> fused;
+    std::vector<Kernel> kernels;
+    // Walk from the last node back, so consumers decide about their producers first.
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      Node* n = *it;
+      if (fused.count(n)) continue;
+      Kernel k{kind_of(*n), n, {}, {}};
+      if (k.kind == Kernel::Kind::elementwise) {
+        collect(n, k, fused);
+      } else if (k.kind == Kernel::Kind::reduce) {
+        KernelInput in = source_of(n->inputs[0]);
+        const char* why = adjacent_axes(*n) ? refusal(in) : "the reduced axes are not adjacent";
+        if (why == nullptr) {
+          collect(in.node, k, fused);
+        } else {
+          in.reason = why;
+          k.inputs.push_back(in);
+        }
+      } else if (k.kind == Kernel::Kind::materialize) {
+        k.inputs.push_back({n->view_base.get(), &n->view, "viewed values are copied out"});
+      } else {
+        for (const auto& i : n->inputs) {
+          KernelInput in = source_of(i);
+          in.reason = std::string(n->info().name) + " reads its inputs from memory";
+          k.inputs.push_back(in);
+        }
+      }
+      kernels.push_back(std::move(k));
+    }
+    std::reverse(kernels.begin(), kernels.end());
+    return kernels;
+  }
+
+ private:
+  static Kernel::Kind kind_of(const Node& n) {
+    if (is_elementwise(n)) return Kernel::Kind::elementwise;
+    switch (n.info().kind) {
+      case OpKind::reduce: return Kernel::Kind::reduce;
+      case OpKind::matmul: return Kernel::Kind::matmul;
+      case OpKind::view: return Kernel::Kind::materialize;
+      default: return Kernel::Kind::single;
+    }
+  }
+
+  static bool adjacent_axes(const Node& n) {
+    for (std::size_t i = 1; i < n.attrs.axes.size(); ++i)
+      if (n.attrs.axes[i] != n.attrs.axes[i - 1] + 1) return false;
+    return true;
+  }
+
+  // Why `in` cannot be computed inside its consumer's kernel, or null when it can.
+  const char* refusal(const KernelInput& in) const {
+    const Node& p = *in.node;
+    if (p.result) return "computed already";
+    if (!is_elementwise(p)) return "not elementwise";
+    if (targets_.count(in.node)) return "a requested result";
+    if (uses_.at(in.node) > 1) return "used more than once";
+    if (in.view && !in.view->is_identity()) return "read through a view that reorders elements";
+    return nullptr;
+  }
+
+  // Adds `root` and the producers fused into it to k.body (inputs first), and its other
+  // sources to k.inputs.
+  void collect(Node* root, Kernel& k, std::unordered_set<Node*>& fused) {
+    std::vector<std::pair<Node*, bool>> stack{{root, false}};
+    while (!stack.empty()) {
+      auto [n, expanded] = stack.back();
+      stack.pop_back();
+      if (expanded) {
+        k.body.push_back(n);
+        continue;
+      }
+      fused.insert(n);
+      stack.push_back({n, true});
+      for (auto it = n->inputs.rbegin(); it != n->inputs.rend(); ++it) {
+        KernelInput in = source_of(*it);
+        if (const char* why = refusal(in); why == nullptr) {
+          stack.push_back({in.node, false});
+        } else {
+          in.reason = why;
+          k.inputs.push_back(in);
+        }
+      }
+    }
+  }
+
+  std::vector<Node*> order_;
+  std::unordered_set<Node*> targets_;
+  std::unordered_map<Node*, int> uses_;
+};
+
+const char* kind_name(Kernel::Kind k) {
+  switch (k) {
+    case Kernel::Kind::elementwise: return "elementwise";
+    case Kernel::Kind::reduce: return "reduce";
+    case Kernel::Kind::matmul: return "matmul";
+    case Kernel::Kind::materialize: return "materialize";
+    case Kernel::Kind::single: return "single";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::vector<Kernel> schedule(std::span<Node* const> targets) { return Scheduler(targets).run(); }
+
+std::string describe(const std::vector<Kernel>& kernels) {
+  std::ostringstream os;
+  std::unordered_map<const Node*, std::size_t> id;
+  auto name = [&](const Node* n) {
+    auto [it, fresh] = id.try_emplace(n, id.size());
+    return "%" + std::to_string(it->second);
+  };
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
+    os << "kernel " << i << " (" << kind_name(k.kind) << ") -> " << name(k.root) << " "
+       << k.root->info().name << " " << dtype_name(k.root->dtype) << shape_to_string(k.root->shape)
+       << "\n";
+    if (!k.body.empty()) {
+      os << "  fused:";
+      for (const Node* n : k.body) os << " " << name(n) << "=" << n->info().name;
+      os << "\n";
+    }
+    for (const KernelInput& in : k.inputs)
+      os << "  reads " << name(in.node) << " " << in.node->info().name
+         << (in.view && !in.view->is_identity() ? " through a view" : "") << ": " << in.reason
+         << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,43 @@
+// The schedule: the computation a set of targets needs, cut into kernels. Chains of
+// elementwise ops become one kernel, elementwise producers are fused into the reductions that
+// consume them, and everything else (matmul, indexing, ...) is a kernel of its own. Each place
+// where a kernel reads a value from memory instead of computing it has a reason, printed by
+// describe() (KILN_DEBUG=1 prints every schedule). The schedule knows nothing of backends.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/node.hpp"
+
+namespace kiln::detail {
+
+// A value a kernel reads: the buffer of `node` through `view` (null: row-major, as it is).
+struct KernelInput {
+  Node* node;
+  const ViewMap* view;
+  std::string reason;  // why it is read from memory rather than computed in the kernel
+};
+
+struct Kernel {
+  enum class Kind {
+    elementwise,  // `body` computed per element; body.back() == root
+    reduce,       // root reduces the value `body` computes (or its input, when body is empty)
+    matmul,       // a library call
+    materialize,  // root is a view whose values are wanted: copy through the map
+    single,       // any other op, run alone
+  };
+  Kind kind;
+  Node* root;
+  std::vector<Node*> body;  // fused elementwise nodes, inputs first
+  std::vector<KernelInput> inputs;
+};
+
+// Whether the fused interpreter evaluates this op per element.
+bool is_elementwise(const Node& node);
+
+std::vector<Kernel> schedule(std::span<Node* const> targets);
+std::string describe(const std::vector<Kernel>& kernels);
+
+}  // namespace kiln::detail
