@@ -1,0 +1,131 @@
+// Internals of the C API (include/flint.h): the C++ side of an FGraphNode, the node registry,
+// and the guard every exported function runs its body in so that nothing throws across the C
+// boundary.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "flint.h"
+#include "graph/node.hpp"
+#include "kiln/error.hpp"
+#include "kiln/tensor.hpp"
+
+namespace kiln::capi {
+
+// The C++ side of a node: the C struct users see (as the base, so that an FGraphNode* of a
+// node made here converts back in O(1)) and the kiln tensor it stands for.
+struct CNode : FGraphNode {
+  Tensor tensor;
+  std::vector<std::size_t> shape;
+  std::vector<FGraphNode*> preds;
+  FResultData result{};
+  FStore store{};
+  // Keep the buffers result.data and store.data point into alive.
+  std::shared_ptr<detail::Buffer> result_buffer;
+  std::shared_ptr<detail::Buffer> store_buffer;
+};
+
+// An error found by the C layer itself (argument checks); its message has no function prefix.
+class CError : public std::runtime_error {
+ public:
+  CError(FErrorType code, const std::string& message)
+      : std::runtime_error(message), code_(code) {}
+  FErrorType code() const noexcept { return code_; }
+
+ private:
+  FErrorType code_;
+};
+
+// ---- error state and logging (errors.cpp) ----------------------------------------------------
+// Records an error of this thread and logs it at F_ERROR level. Never throws.
+void set_error(FErrorType code, const char* message) noexcept;
+void log_message(FLogType type, const char* message) noexcept;
+bool logging_enabled(FLogType type) noexcept;
+
+// ---- the call context every exported function uses ---------------------------------------------
+class Call {
+ public:
+  explicit Call(const char* function) : function_(function) {}
+  const char* function() const { return function_; }
+
+  // The node behind an argument: non-NULL and alive, else an INVALID_SELECT error. Its shape is
+  // remembered for error messages.
+  CNode& node(const FGraphNode* p, const char* what = "operand");
+  // The node's tensor as an operand: inverse-broadcast if the node is marked so.
+  Tensor operand(const FGraphNode* p, const char* what = "operand");
+  // A non-NULL array argument, else an INVALID_SELECT error.
+  template <class T> const T* array(const T* p, const char* what) const {
+    if (p == nullptr) throw CError(INVALID_SELECT, std::string(what) + " is NULL");
+    return p;
+  }
+  // Records the error "<function>: <what>" (with the operand shapes if `what` does not name
+  // them). `from_kiln`: `what` is a kiln::Error message, whose "<op>: " prefix is dropped.
+  void fail(FErrorType code, const std::string& what, bool from_kiln = false) const noexcept;
+  const std::vector<Shape>& operand_shapes() const { return shapes_; }
+
+ private:
+  const char* function_;
+  std::vector<Shape> shapes_;
+};
+
+// Runs `body`, turning every exception into the C error state and `on_error`.
+template <class R, class F> R guarded(Call& call, R on_error, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const CError& e) {
+    call.fail(e.code(), e.what());
+  } catch (const Error& e) {
+    call.fail(static_cast<FErrorType>(static_cast<int>(e.code())), e.what(), true);
+  } catch (const std::bad_alloc&) {
+    call.fail(OUT_OF_MEMORY, "out of memory");
+  } catch (const std::length_error&) {
+    call.fail(OUT_OF_MEMORY, "out of memory (size too large)");
+  } catch (const std::exception& e) {
+    call.fail(INTERNAL_ERROR, e.what());
+  } catch (...) {
+    call.fail(INTERNAL_ERROR, "unknown exception");
+  }
+  return on_error;
+}
+template <class F> void guarded_void(Call& call, F&& body) noexcept {
+  guarded(call, 0, [&] {
+    body();
+    return 0;
+  });
+}
+
+// ---- nodes (nodes.cpp) -----------------------------------------------------------------------
+// A new C node for `t` (reshaped to [1] if it is 0-dimensional, executed at once in eager mode)
+// with `preds` as predecessors, whose reference counters are incremented.
+FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphNode*> preds = {});
+// The node behind a live FGraphNode*, or nullptr for NULL and pointers not made here (or freed).
+CNode* lookup(const FGraphNode* p) noexcept;
+// Sets result_data from the tensor's computed result.
+void attach_result(CNode& node);
+// Makes `node` an FSTORE node whose store points at `buffer`.
+void attach_store(CNode& node, std::shared_ptr<detail::Buffer> buffer);
+// The FOperationType that best describes a kiln node built outside a C function.
+FOperationType op_type_of(const Tensor& t);
+// For unsigned axis arguments.
+int to_axis(unsigned int axis, const char* what);
+
+// ---- conversions -----------------------------------------------------------------------------
+DType to_dtype(FType t);  // WRONG_TYPE for values outside the enum
+inline FType to_ftype(DType t) { return static_cast<FType>(static_cast<int>(t)); }
+// `dimensions` (>= 1) sizes from a size_t array; sizes above INT64_MAX are ILLEGAL_DIMENSION.
+Shape to_shape(const std::size_t* shape, int dimensions, const char* what = "shape");
+
+// ---- execution (execution.cpp) -----------------------------------------------------------------
+bool eager_enabled() noexcept;
+// Computes the node with the CPU backend (initializing it) and sets result_data.
+void execute(CNode& node);
+
+}  // namespace kiln::capi

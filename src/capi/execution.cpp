@@ -1,0 +1,206 @@
+// C API: backends, eager mode, execution (fExecuteGraph and friends) and gradients
+// (gradient contexts, marking variables, fCalculateGradient(s)).
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "capi/capi.hpp"
+#include "kiln/autodiff.hpp"
+#include "kiln/executor.hpp"
+
+namespace kiln::capi {
+
+namespace {
+std::atomic<bool> eager{false};
+std::atomic<int> initialized{0};
+// The CPU executor's thread count while its worker threads are released by flintCleanup (0: not
+// released).
+std::atomic<int> released_threads{0};
+
+void init_cpu() noexcept {
+  if ((initialized.fetch_or(FLINT_BACKEND_ONLY_CPU) & FLINT_BACKEND_ONLY_CPU) != 0) return;
+  const int threads = released_threads.exchange(0);
+  try {
+    if (threads > 1) set_num_threads(threads);
+  } catch (...) {
+    // Without its worker threads the executor still computes, on the calling thread.
+  }
+  log_message(F_INFO, "flintInit: CPU backend initialized");
+}
+
+// Releases the CPU executor's worker threads (they are started again by the next
+// initialization).
+void cleanup_cpu() noexcept {
+  if ((initialized.fetch_and(~FLINT_BACKEND_ONLY_CPU) & FLINT_BACKEND_ONLY_CPU) == 0) return;
+  try {
+    const int threads = num_threads();
+    if (threads > 1) {
+      set_num_threads(1);
+      released_threads.store(threads);
+    }
+  } catch (...) {
+  }
+  log_message(F_INFO, "flintCleanup: CPU backend released");
+}
+
+[[noreturn]] void no_gpu() {
+  throw CError(OCL_ERROR, "kiln has no GPU (OpenCL) backend; use the CPU backend");
+}
+}  // namespace
+
+bool eager_enabled() noexcept { return eager.load(); }
+
+void execute(CNode& node) {
+  init_cpu();
+  node.tensor.eval();
+  attach_result(node);
+}
+
+}  // namespace kiln::capi
+
+using namespace kiln;
+using namespace kiln::capi;
+
+extern "C" {
+
+// ---- backends ----------------------------------------------------------------------------------
+
+FErrorType flintInit(int backends) {
+  Call call("flintInit");
+  const bool ok = guarded(call, false, [&] {
+    switch (backends) {
+      case FLINT_BACKEND_ONLY_CPU: init_cpu(); break;
+      case FLINT_BACKEND_BOTH:
+        init_cpu();
+        log_message(F_WARNING, "flintInit: kiln has no GPU backend; only the CPU backend is used");
+        break;
+      case FLINT_BACKEND_ONLY_GPU: no_gpu();
+      default:
+        throw CError(INVALID_SELECT, "unknown backend selection " + std::to_string(backends) +
+                                         " (expected FLINT_BACKEND_ONLY_CPU, _ONLY_GPU or _BOTH)");
+    }
+    return true;
+  });
+  return ok ? NO_ERROR : fErrorType();
+}
+
+FErrorType flintInit_cpu(void) {
+  init_cpu();
+  return NO_ERROR;
+}
+
+FErrorType flintInit_gpu(void) {
+  Call call("flintInit_gpu");
+  return guarded(call, OCL_ERROR, []() -> FErrorType { no_gpu(); });
+}
+
+int flintInitializedBackends(void) { return initialized.load(); }
+
+FErrorType flintCleanup(void) {
+  cleanup_cpu();
+  return NO_ERROR;
+}
+
+FErrorType flintCleanup_cpu(void) {
+  cleanup_cpu();
+  return NO_ERROR;
+}
+
+FErrorType flintCleanup_gpu(void) { return NO_ERROR; }
+
+// ---- eager mode --------------------------------------------------------------------------------
+
+void fEnableEagerExecution(void) { eager.store(true); }
+void fDisableEagerExecution(void) { eager.store(false); }
+int fIsEagerExecution(void) { return eager.load() ? 1 : 0; }
+
+// ---- execution ---------------------------------------------------------------------------------
+
+static FGraphNode* execute_as(const char* function, FGraphNode* node) {
+  Call call(function);
+  return guarded(call, static_cast<FGraphNode*>(nullptr), [&] {
+    execute(call.node(node, "node"));
+    return node;
+  });
+}
+
+FGraphNode* fExecuteGraph(FGraphNode* node) { return execute_as("fExecuteGraph", node); }
+FGraphNode* fExecuteGraph_cpu(FGraphNode* node) { return execute_as("fExecuteGraph_cpu", node); }
+FGraphNode* fExecuteGraph_cpu_eagerly(FGraphNode* node) {
+  return execute_as("fExecuteGraph_cpu_eagerly", node);
+}
+FGraphNode* fCalculateResult(FGraphNode* node) { return execute_as("fCalculateResult", node); }
+
+static FGraphNode* gpu_execution(const char* function, FGraphNode* node) {
+  Call call(function);
+  return guarded(call, static_cast<FGraphNode*>(nullptr), [&]() -> FGraphNode* {
+    call.node(node, "node");
+    no_gpu();
+  });
+}
+
+FGraphNode* fExecuteGraph_gpu(FGraphNode* node) {
+  return gpu_execution("fExecuteGraph_gpu", node);
+}
+FGraphNode* fExecuteGraph_gpu_eagerly(FGraphNode* node) {
+  return gpu_execution("fExecuteGraph_gpu_eagerly", node);
+}
+
+FResultData* fSyncMemory(FGraphNode* data) {
+  Call call("fSyncMemory");
+  return guarded(call, static_cast<FResultData*>(nullptr),
+                 [&] { return call.node(data, "node").result_data; });
+}
+
+// ---- gradients ---------------------------------------------------------------------------------
+
+void fStartGradientContext(void) { start_gradient_context(); }
+void fStopGradientContext(void) { stop_gradient_context(); }
+bool fIsGradientContext(void) { return in_gradient_context(); }
+
+void fMarkGradientVariable(FGraphNode* node) {
+  Call call("fMarkGradientVariable");
+  guarded_void(call, [&] { call.node(node, "node").tensor.watch(); });
+}
+
+void fUnmarkGradientVariable(FGraphNode* node) {
+  Call call("fUnmarkGradientVariable");
+  guarded_void(call, [&] { call.node(node, "node").tensor.unwatch(); });
+}
+
+FGraphNode* fCalculateGradient(FGraphNode* outputfct, FGraphNode* dx) {
+  Call call("fCalculateGradient");
+  return guarded(call, static_cast<FGraphNode*>(nullptr), [&] {
+    const Tensor y = call.node(outputfct, "outputfct").tensor;
+    const Tensor x = call.node(dx, "dx").tensor;
+    const Tensor g = gradient(y, x);
+    return make_node(g, op_type_of(g));
+  });
+}
+
+FErrorType fCalculateGradients(FGraphNode* outputfct, FGraphNode** dx,
+                               const unsigned int num_gradients, FGraphNode** gradients_out) {
+  Call call("fCalculateGradients");
+  std::vector<FGraphNode*> made;
+  const bool ok = guarded(call, false, [&] {
+    const Tensor y = call.node(outputfct, "outputfct").tensor;
+    if (num_gradients == 0) return true;
+    call.array(dx, "dx");
+    call.array(gradients_out, "gradients");
+    std::vector<Tensor> xs;
+    for (unsigned int i = 0; i < num_gradients; ++i)
+      xs.push_back(call.node(dx[i], ("dx[" + std::to_string(i) + "]").c_str()).tensor);
+    const std::vector<Tensor> gs = gradients(y, xs);
+    made.reserve(gs.size());
+    for (const Tensor& g : gs) made.push_back(make_node(g, op_type_of(g)));
+    for (std::size_t i = 0; i < made.size(); ++i) gradients_out[i] = made[i];
+    made.clear();
+    return true;
+  });
+  if (ok) return NO_ERROR;
+  // Nodes made before the failure are unknown to the caller: free them (they have no users).
+  for (FGraphNode* g : made) fFreeGraph(g);
+  return fErrorType();
+}
+
+}  // extern "C"

@@ -1,0 +1,342 @@
+// C API: the operations. Each builds one kiln node through the C++ API and wraps it; the
+// operand nodes become the predecessors of the new node.
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "capi/capi.hpp"
+#include "kiln/indexing.hpp"
+#include "kiln/ops.hpp"
+#include "kiln/random.hpp"
+#include "kiln/windows.hpp"
+
+namespace kiln::capi {
+namespace {
+
+// `n` entries of an argument array as int64 (NULL is fine only for n == 0).
+template <class T> std::vector<std::int64_t> entries(Call& call, const T* p, std::int64_t n,
+                                                     const char* what) {
+  std::vector<std::int64_t> out;
+  if (n <= 0) return out;
+  call.array(p, what);
+  out.reserve(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_unsigned_v<T>) {
+      if (p[i] > static_cast<T>(INT64_MAX))
+        throw CError(ILLEGAL_DIMENSION, std::string(what) + "[" + std::to_string(i) + "] = " +
+                                            std::to_string(p[i]) + " is too large");
+    }
+    out.push_back(static_cast<std::int64_t>(p[i]));
+  }
+  return out;
+}
+
+using NodeP = FGraphNode*;
+constexpr NodeP kNull = nullptr;
+
+}  // namespace
+}  // namespace kiln::capi
+
+using namespace kiln;
+using namespace kiln::capi;
+
+extern "C" {
+
+// ---- elementwise binary ops, with the scalar forms ----------------------------------------------
+
+#define KILN_BINARY(cname, kfn, OPT)                                                          \
+  FGraphNode* cname##_g(FGraphNode* a, FGraphNode* b) {                                     \
+    Call call(#cname "_g");                                                                 \
+    return guarded(call, kNull, [&] {                                                       \
+      const Tensor x = call.operand(a, "a");                                                \
+      const Tensor y = call.operand(b, "b");                                                \
+      return make_node(kfn(x, y), OPT, {a, b});                                             \
+    });                                                                                     \
+  }
+#define KILN_SCALAR_RIGHT(cname, suffix, T, CT, kfn, OPT)                                     \
+  FGraphNode* cname##suffix(FGraphNode* a, const T b) {                                     \
+    Call call(#cname #suffix);                                                              \
+    return guarded(call, kNull, [&] {                                                       \
+      return make_node(kfn(call.operand(a, "a"), Scalar(static_cast<CT>(b))), OPT, {a});    \
+    });                                                                                     \
+  }
+#define KILN_SCALAR_LEFT(cname, suffix, T, CT, kfn, OPT)                                      \
+  FGraphNode* cname##suffix(const T a, FGraphNode* b) {                                     \
+    Call call(#cname #suffix);                                                              \
+    return guarded(call, kNull, [&] {                                                       \
+      return make_node(kfn(Scalar(static_cast<CT>(a)), call.operand(b, "b")), OPT, {b});    \
+    });                                                                                     \
+  }
+#define KILN_ALL_RIGHT(cname, kfn, OPT)                                                       \
+  KILN_BINARY(cname, kfn, OPT)                                                              \
+  KILN_SCALAR_RIGHT(cname, _ci, int, std::int32_t, kfn, OPT)                                \
+  KILN_SCALAR_RIGHT(cname, _cl, long, long, kfn, OPT)                                       \
+  KILN_SCALAR_RIGHT(cname, _cf, float, float, kfn, OPT)                                     \
+  KILN_SCALAR_RIGHT(cname, _cd, double, double, kfn, OPT)
+#define KILN_ALL_LEFT(cname, kfn, OPT)                                                        \
+  KILN_SCALAR_LEFT(cname, _ici, int, std::int32_t, kfn, OPT)                                \
+  KILN_SCALAR_LEFT(cname, _icl, long, long, kfn, OPT)                                       \
+  KILN_SCALAR_LEFT(cname, _icf, float, float, kfn, OPT)                                     \
+  KILN_SCALAR_LEFT(cname, _icd, double, double, kfn, OPT)
+
+KILN_ALL_RIGHT(fadd, kiln::add, FADD)
+KILN_ALL_RIGHT(fsub, kiln::sub, FSUB)
+KILN_ALL_LEFT(fsub, kiln::sub, FSUB)
+KILN_ALL_RIGHT(fmul, kiln::mul, FMUL)
+KILN_ALL_RIGHT(fdiv, kiln::div, FDIV)
+KILN_ALL_LEFT(fdiv, kiln::div, FDIV)
+KILN_ALL_RIGHT(fpow, kiln::pow, FPOW)
+KILN_ALL_RIGHT(fmin, kiln::minimum, FMIN)
+KILN_ALL_RIGHT(fmax, kiln::maximum, FMAX)
+KILN_ALL_RIGHT(fless, kiln::less, FLESS)
+KILN_ALL_RIGHT(fgreater, kiln::greater, FGREATER)
+KILN_ALL_RIGHT(fequal, kiln::equal, FEQUAL)
+
+#undef KILN_ALL_LEFT
+#undef KILN_ALL_RIGHT
+#undef KILN_SCALAR_LEFT
+#undef KILN_SCALAR_RIGHT
+#undef KILN_BINARY
+
+// ---- elementwise unary ops -----------------------------------------------------------------------
+
+#define KILN_UNARY(cname, kfn, OPT)                                                           \
+  FGraphNode* cname(FGraphNode* a) {                                                        \
+    Call call(#cname);                                                                      \
+    return guarded(call, kNull,                                                             \
+                   [&] { return make_node(kfn(call.node(a, "a").tensor), OPT, {a}); });     \
+  }
+KILN_UNARY(flog, kiln::log, FLOG)
+KILN_UNARY(flog2, kiln::log2, FLOG2)
+KILN_UNARY(flog10, kiln::log10, FLOG10)
+KILN_UNARY(fsin, kiln::sin, FSIN)
+KILN_UNARY(fsqrt_g, kiln::sqrt, FSQRT)
+KILN_UNARY(fexp, kiln::exp, FEXP)
+KILN_UNARY(fcos, kiln::cos, FCOS)
+KILN_UNARY(ftan, kiln::tan, FTAN)
+KILN_UNARY(fasin, kiln::asin, FASIN)
+KILN_UNARY(facos, kiln::acos, FACOS)
+KILN_UNARY(fatan, kiln::atan, FATAN)
+KILN_UNARY(fneg, kiln::neg, FNEG)
+KILN_UNARY(fsign, kiln::sign, FSIGN)
+KILN_UNARY(feven, kiln::even, FEVEN)
+KILN_UNARY(fabs_g, kiln::abs, FABS)
+KILN_UNARY(fflatten, kiln::flatten, FLATTEN)
+#undef KILN_UNARY
+
+// ---- matrix multiplication and reductions --------------------------------------------------------
+
+FGraphNode* fmatmul(FGraphNode* a, FGraphNode* b) {
+  Call call("fmatmul");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const Tensor y = call.node(b, "b").tensor;
+    return make_node(kiln::matmul(x, y), FMATMUL, {a, b});
+  });
+}
+
+#define KILN_REDUCE(cname, kfn, OPT)                                                          \
+  FGraphNode* cname(FGraphNode* a, const int dimension) {                                   \
+    Call call(#cname);                                                                      \
+    return guarded(call, kNull, [&] {                                                       \
+      return make_node(kfn(call.node(a, "a").tensor, {dimension}), OPT, {a});               \
+    });                                                                                     \
+  }
+KILN_REDUCE(freduce_sum, kiln::sum, FREDUCE_SUM)
+KILN_REDUCE(freduce_mul, kiln::prod, FREDUCE_MUL)
+KILN_REDUCE(freduce_min, kiln::min, FREDUCE_MIN)
+KILN_REDUCE(freduce_max, kiln::max, FREDUCE_MAX)
+#undef KILN_REDUCE
+
+// ---- shape ops -----------------------------------------------------------------------------------
+
+FGraphNode* fflatten_dimension(FGraphNode* a, int dimension) {
+  Call call("fflatten_dimension");
+  return guarded(call, kNull, [&] {
+    return make_node(kiln::flatten(call.node(a, "a").tensor, dimension), FLATTEN, {a});
+  });
+}
+
+FGraphNode* fconvert(FGraphNode* a, enum FType newtype) {
+  Call call("fconvert");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    return make_node(kiln::convert(x, to_dtype(newtype)), FCONVERSION, {a});
+  });
+}
+
+FGraphNode* freshape(FGraphNode* a, const size_t* newshape, const int dimensions) {
+  Call call("freshape");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    return make_node(kiln::reshape(x, to_shape(newshape, dimensions, "newshape")), FRESHAPE, {a});
+  });
+}
+
+FGraphNode* fslice_step(FGraphNode* a, const long* start, const long* end, const long* step) {
+  Call call("fslice_step");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const int r = x.rank();
+    return make_node(kiln::slice(x, entries(call, start, r, "start"), entries(call, end, r, "end"),
+                                 entries(call, step, r, "step")),
+                     FSLICE, {a});
+  });
+}
+
+FGraphNode* fslice(FGraphNode* a, const long* start, const long* end) {
+  Call call("fslice");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const int r = x.rank();
+    return make_node(
+        kiln::slice(x, entries(call, start, r, "start"), entries(call, end, r, "end")), FSLICE,
+        {a});
+  });
+}
+
+FGraphNode* fextend_step(FGraphNode* a, const size_t* new_shape, const size_t* insert_at,
+                         const long* step_size) {
+  Call call("fextend_step");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const int r = x.rank();
+    return make_node(kiln::extend(x, entries(call, new_shape, r, "new_shape"),
+                                  entries(call, insert_at, r, "insert_at"),
+                                  entries(call, step_size, r, "step_size")),
+                     FEXTEND, {a});
+  });
+}
+
+FGraphNode* fextend(FGraphNode* a, const size_t* new_shape, const size_t* insert_at) {
+  Call call("fextend");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const int r = x.rank();
+    return make_node(kiln::extend(x, entries(call, new_shape, r, "new_shape"),
+                                  entries(call, insert_at, r, "insert_at")),
+                     FEXTEND, {a});
+  });
+}
+
+FGraphNode* fconcat(FGraphNode* a, FGraphNode* b, const unsigned int axis) {
+  Call call("fconcat");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const Tensor y = call.node(b, "b").tensor;
+    return make_node(kiln::concat(x, y, to_axis(axis, "axis")), FCONCAT, {a, b});
+  });
+}
+
+FGraphNode* fexpand(FGraphNode* a, const unsigned int axis, const unsigned int size) {
+  Call call("fexpand");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    return make_node(kiln::expand(x, to_axis(axis, "axis"), size), FEXPAND, {a});
+  });
+}
+
+FGraphNode* frepeat(FGraphNode* a, int* repititions) {
+  Call call("frepeat");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    return make_node(kiln::repeat(x, entries(call, repititions, x.rank(), "repititions")),
+                     FREPEAT, {a});
+  });
+}
+
+FGraphNode* ftranspose(FGraphNode* a, int* transpositions) {
+  Call call("ftranspose");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    call.array(transpositions, "transpositions");
+    std::vector<int> perm(transpositions, transpositions + x.rank());
+    return make_node(kiln::permute(x, std::move(perm)), FTRANSPOSE, {a});
+  });
+}
+
+// ---- windows, convolution, indexing, random ------------------------------------------------------
+
+FGraphNode* fconvolve(FGraphNode* a, FGraphNode* kernel, const unsigned int* steps) {
+  Call call("fconvolve");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const Tensor k = call.node(kernel, "kernel").tensor;
+    return make_node(kiln::convolve(x, k, entries(call, steps, x.rank() - 1, "steps")),
+                     FCONVOLVE, {a, kernel});
+  });
+}
+
+FGraphNode* findex(FGraphNode* a, FGraphNode* indices) {
+  Call call("findex");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const Tensor i = call.node(indices, "indices").tensor;
+    return make_node(kiln::index(x, i), FINDEX, {a, indices});
+  });
+}
+
+FGraphNode* findex_set(FGraphNode* a, FGraphNode* b, FGraphNode* indices) {
+  Call call("findex_set");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const Tensor y = call.node(b, "b").tensor;
+    const Tensor i = call.node(indices, "indices").tensor;
+    return make_node(kiln::index_set(x, y, i), FSET_INDEX, {a, b, indices});
+  });
+}
+
+FGraphNode* fsliding_window(FGraphNode* a, const size_t* size, const unsigned int* steps) {
+  Call call("fsliding_window");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const int r = x.rank();
+    return make_node(
+        kiln::sliding_window(x, entries(call, size, r, "size"), entries(call, steps, r, "steps")),
+        FSLIDING_WINDOW, {a});
+  });
+}
+
+FGraphNode* funslide_window(FGraphNode* a, const size_t* shape, const unsigned int* steps) {
+  Call call("funslide_window");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    const int r = x.rank() - 1;
+    return make_node(kiln::unslide_window(x, entries(call, shape, r, "shape"),
+                                          entries(call, steps, r, "steps")),
+                     FUNSLIDE_WINDOW, {a});
+  });
+}
+
+FGraphNode* fpermutate(FGraphNode* a, unsigned int ax) {
+  Call call("fpermutate");
+  return guarded(call, kNull, [&] {
+    const Tensor x = call.node(a, "a").tensor;
+    return make_node(kiln::permutate(x, to_axis(ax, "ax")), FPERMUTATE, {a});
+  });
+}
+
+#define KILN_POOLING(cname, kfn, OPT)                                                         \
+  FGraphNode* cname(FGraphNode* a, const size_t* window_size, const unsigned int* step_size) { \
+    Call call(#cname);                                                                      \
+    return guarded(call, kNull, [&] {                                                       \
+      const Tensor x = call.node(a, "a").tensor;                                            \
+      const int r = x.rank() - 1;                                                           \
+      return make_node(kfn(x, entries(call, window_size, r, "window_size"),                 \
+                           entries(call, step_size, r, "step_size")),                       \
+                       OPT, {a});                                                           \
+    });                                                                                     \
+  }
+KILN_POOLING(fpooling_sum, kiln::pooling_sum, FPOOLING_SUM)
+KILN_POOLING(fpooling_max, kiln::pooling_max, FPOOLING_MAX)
+#undef KILN_POOLING
+
+FGraphNode* fdropout(FGraphNode* g, const double p) {
+  Call call("fdropout");
+  return guarded(call, kNull, [&] {
+    return make_node(kiln::dropout(call.node(g, "g").tensor, p), FDROPOUT, {g});
+  });
+}
+
+}  // extern "C"
