@@ -19,6 +19,9 @@ namespace detail {
 struct Node;
 }
 
+// A graph built outside a gradient context that grows deeper than 4096 unevaluated nodes is
+// evaluated where it crosses that depth, and that node becomes a leaf (its inputs are let go), so
+// loops like `x = x + y` run in bounded memory however long they run.
 class Tensor {
  public:
   // An empty handle; every operation on it except `defined()` throws.

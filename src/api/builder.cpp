@@ -1,7 +1,9 @@
 #include "api/builder.hpp"
 
+#include <algorithm>
 #include <limits>
 
+#include "exec/evaluate.hpp"
 #include "kiln/autodiff.hpp"
 
 namespace kiln::detail {
@@ -34,12 +36,35 @@ void check_shape(std::string_view op, const Shape& shape) {
 }
 }  // namespace
 
+namespace {
+
+// Graphs built in a loop (x = x + y, a million times) must not grow without bound: a node this
+// far from the nearest results is evaluated when it is built and becomes a leaf, releasing the
+// graph below it. Inside a gradient context graphs are kept whole, since gradients need them.
+constexpr std::uint32_t kAutoEvaluateDepth = 4096;
+
+Tensor finish(NodePtr node) {
+  std::uint32_t depth = 0;
+  for (const auto& in : node->inputs) depth = std::max(depth, in->result ? 0u : in->depth);
+  node->depth = depth + 1;
+  node->in_gradient_context = gradient_context_active();
+  Tensor t(std::move(node));
+  Node& n = *t.node();
+  if (n.depth > kAutoEvaluateDepth && !n.in_gradient_context) {
+    evaluate(n);
+    n.inputs.clear();
+    n.view_base.reset();
+    n.depth = 0;
+  }
+  return t;
+}
+
+}  // namespace
+
 Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs) {
   check_shape(op_info(op).name, shape);
-  auto node =
-      std::make_shared<Node>(op, dtype, std::move(shape), std::move(inputs), std::move(attrs));
-  node->in_gradient_context = gradient_context_active();
-  return Tensor(std::move(node));
+  return finish(
+      std::make_shared<Node>(op, dtype, std::move(shape), std::move(inputs), std::move(attrs)));
 }
 
 Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,
@@ -52,8 +77,7 @@ Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,
   const bool compose = in->is_view() && !in->result;
   node->view_base = compose ? in->view_base : in;
   node->view = fold(compose ? in->view : ViewMap::identity(in->shape));
-  node->in_gradient_context = gradient_context_active();
-  return Tensor(std::move(node));
+  return finish(std::move(node));
 }
 
 int normalize_axis(std::string_view op, int axis, int rank, const Shape& shape) {

@@ -170,32 +170,56 @@ void check_2d(std::string_view op, const std::array<std::int64_t, 2>& stride,
                    "stride and dilation must be positive and padding not negative");
 }
 
-// [N, C, oH, oW, kH * kW] windows of a padded [N, C, H, W] input.
+// [N, C, oH, oW, 1, 1, kH, kW]: the windows of a padded [N, C, H, W] input, as a view (the
+// window axes stay separate so that a reduction over them reads the view directly).
 Tensor pool_windows(std::string_view op, const Tensor& x, std::array<std::int64_t, 2> kernel,
                     const Pool2dOptions& o, Scalar fill) {
   std::array<std::int64_t, 2> stride = o.stride;
   if (stride[0] == 0 && stride[1] == 0) stride = kernel;
   check_2d(op, stride, o.padding, o.dilation);
-  const Tensor padded =
-      pad(x, {0, 0, o.padding[0], o.padding[1]}, {0, 0, o.padding[0], o.padding[1]}, fill);
-  const Tensor w = detail::window_view(op, padded, {1, 1, kernel[0], kernel[1]},
-                               {1, 1, stride[0], stride[1]}, {1, 1, o.dilation[0], o.dilation[1]});
-  const Shape& s = w.shape();
-  return reshape(w, {s[0], s[1], s[2], s[3], kernel[0] * kernel[1]});
-}
-
-Scalar lowest(DType t) {
-  switch (t) {
-    case DType::i32: return Scalar(std::numeric_limits<std::int32_t>::lowest());
-    case DType::i64: return Scalar(std::numeric_limits<std::int64_t>::lowest());
-    default: return Scalar(-std::numeric_limits<double>::infinity());
-  }
+  const bool padded = o.padding[0] != 0 || o.padding[1] != 0;
+  const Tensor source =
+      padded ? pad(x, {0, 0, o.padding[0], o.padding[1]}, {0, 0, o.padding[0], o.padding[1]}, fill)
+             : x;
+  return detail::window_view(op, source, {1, 1, kernel[0], kernel[1]},
+                             {1, 1, stride[0], stride[1]}, {1, 1, o.dilation[0], o.dilation[1]});
 }
 
 }  // namespace
 
+namespace {
+detail::Attrs window2d_attrs(const std::array<std::int64_t, 2>& stride,
+                             const std::array<std::int64_t, 2>& padding,
+                             const std::array<std::int64_t, 2>& dilation) {
+  detail::Attrs a;
+  a.step = {stride[0], stride[1]};
+  a.start = {padding[0], padding[1]};
+  a.dilation = {dilation[0], dilation[1]};
+  return a;
+}
+
+// Output size of a dimension of size n: floor((n + 2p - extent) / s) + 1 windows.
+std::int64_t windows_along(std::string_view op, std::int64_t n, std::int64_t k, std::int64_t s,
+                           std::int64_t p, std::int64_t d, const Shape& input) {
+  const std::int64_t extent = (k - 1) * d + 1;
+  if (k < 1 || n + 2 * p < extent)
+    detail::fail(ErrorCode::invalid_select, op,
+                 "window " + std::to_string(k) + " (dilation " + std::to_string(d) +
+                     ") does not fit the padded input " + shape_to_string(input));
+  return (n + 2 * p - extent) / s + 1;
+}
+}  // namespace
+
+Tensor detail::window2d_node(Op op, Shape shape, const Tensor& a, const Tensor& b,
+                             const Attrs& attrs) {
+  const DType t = b.defined() ? promote(a.dtype(), b.dtype()) : a.dtype();
+  std::vector<NodePtr> inputs{a.node()};
+  if (b.defined()) inputs.push_back(b.node());
+  return make_node(op, t, std::move(shape), std::move(inputs), attrs);
+}
+
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dOptions o) {
-  const Tensor x = batched("conv2d", input);
+  Tensor x = batched("conv2d", input);
   detail::node_of(weight, "conv2d");
   check_2d("conv2d", o.stride, o.padding, o.dilation);
   const Shape& ws = weight.shape();
@@ -203,15 +227,21 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Con
     detail::fail(ErrorCode::incompatible_shapes, "conv2d",
                  "weight " + shape_to_string(ws) + " does not fit input " +
                      shape_to_string(input.shape()) + " (weight [O, C, kH, kW] expected)");
-  const std::int64_t c = ws[1], kh = ws[2], kw = ws[3];
-  const Tensor padded = pad(x, {0, 0, o.padding[0], o.padding[1]},
-                            {0, 0, o.padding[0], o.padding[1]}, 0);
-  const Tensor w = detail::window_view("conv2d", padded, {1, c, kh, kw}, {1, 1, o.stride[0], o.stride[1]},
-                               {1, 1, o.dilation[0], o.dilation[1]});
-  const std::int64_t n = w.shape()[0], oh = w.shape()[2], ow = w.shape()[3];
-  const Tensor rows = reshape(w, {n * oh * ow, c * kh * kw});
-  Tensor out = matmul(rows, transpose(reshape(weight, {ws[0], c * kh * kw})));
-  out = permute(reshape(out, {n, oh, ow, ws[0]}), {0, 3, 1, 2});
+  const DType t = promote(x.dtype(), weight.dtype());
+  if (!is_float(t))
+    detail::fail(ErrorCode::wrong_type, "conv2d",
+                 std::string("needs float tensors, got ") + dtype_name(x.dtype()) + " and " +
+                     dtype_name(weight.dtype()));
+  Tensor w = weight;
+  if (x.dtype() != t) x = convert(x, t);
+  if (w.dtype() != t) w = convert(w, t);
+  const Shape& xs = x.shape();
+  const std::int64_t oh =
+      windows_along("conv2d", xs[2], ws[2], o.stride[0], o.padding[0], o.dilation[0], xs);
+  const std::int64_t ow =
+      windows_along("conv2d", xs[3], ws[3], o.stride[1], o.padding[1], o.dilation[1], xs);
+  Tensor out = detail::window2d_node(Op::conv2d, {xs[0], ws[0], oh, ow}, x, w,
+                                     window2d_attrs(o.stride, o.padding, o.dilation));
   if (bias.defined()) {
     if (bias.shape() != Shape{ws[0]})
       detail::fail(ErrorCode::incompatible_shapes, "conv2d",
@@ -224,14 +254,24 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Con
 
 Tensor max_pool2d(const Tensor& input, std::array<std::int64_t, 2> kernel, Pool2dOptions o) {
   const Tensor x = batched("max_pool2d", input);
-  const Scalar fill = lowest(x.dtype());
-  const Tensor out = max(pool_windows("max_pool2d", x, kernel, o, fill), {-1});
+  std::array<std::int64_t, 2> stride = o.stride;
+  if (stride[0] == 0 && stride[1] == 0) stride = kernel;
+  check_2d("max_pool2d", stride, o.padding, o.dilation);
+  const Shape& xs = x.shape();
+  const std::int64_t oh =
+      windows_along("max_pool2d", xs[2], kernel[0], stride[0], o.padding[0], o.dilation[0], xs);
+  const std::int64_t ow =
+      windows_along("max_pool2d", xs[3], kernel[1], stride[1], o.padding[1], o.dilation[1], xs);
+  detail::Attrs attrs = window2d_attrs(stride, o.padding, o.dilation);
+  attrs.window = {kernel[0], kernel[1]};
+  const Tensor out = detail::window2d_node(Op::max_pool2d, {xs[0], xs[1], oh, ow}, x, Tensor(),
+                                           attrs);
   return input.rank() == 3 ? squeeze(out, 0) : out;
 }
 
 Tensor avg_pool2d(const Tensor& input, std::array<std::int64_t, 2> kernel, Pool2dOptions o) {
   const Tensor x = batched("avg_pool2d", input);
-  const Tensor out = mean(pool_windows("avg_pool2d", x, kernel, o, 0), {-1});
+  const Tensor out = mean(pool_windows("avg_pool2d", x, kernel, o, 0), {4, 5, 6, 7});
   return input.rank() == 3 ? squeeze(out, 0) : out;
 }
 

@@ -1,6 +1,7 @@
 #include "autodiff/gradient_rules.hpp"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "api/builder.hpp"
@@ -143,6 +144,21 @@ Tensor reduction_gradient(const Tensor& node, const Tensor& x, const Tensor& g, 
   }
 }
 
+// The adjoint of max_pool2d_grad in its gradient argument: for each window, the mean of `u`
+// over the window's maximal elements of `x`. Written with window views, so it is differentiable.
+Tensor pooled_share(const Tensor& x, const Tensor& u, const Attrs& at, const Shape& out_shape) {
+  const I64s pad_lo{0, 0, at.start[0], at.start[1]};
+  const I64s step{1, 1, at.step[0], at.step[1]}, dil{1, 1, at.dilation[0], at.dilation[1]};
+  const Shape window{1, 1, at.window[0], at.window[1]};
+  const Tensor xw = window_view("max_pool2d", pad(x, pad_lo, pad_lo, -std::numeric_limits<double>::infinity()),
+                                window, step, dil);
+  const Tensor uw = window_view("max_pool2d", pad(u, pad_lo, pad_lo, 0), window, step, dil);
+  const std::vector<int> last{4, 5, 6, 7};
+  const Tensor hit = convert(equal(xw, max(xw, last, true)), u.dtype());
+  const Tensor r = sum(hit * uw, last) / sum(hit, last);
+  return r.shape() == out_shape ? r : reshape(r, out_shape);
+}
+
 }  // namespace
 
 std::vector<Tensor> input_gradients(const Tensor& node, const Tensor& g) {
@@ -229,6 +245,29 @@ std::vector<Tensor> input_gradients(const Tensor& node, const Tensor& g) {
         out[2] = picked;
       } else if (n.op == Op::unwindow) {
         out[0] = window_view("unwindow", g, n.attrs.window, n.attrs.step, n.attrs.dilation);
+      }
+      break;
+    }
+    case OpKind::window2d: {
+      const Tensor a = input(node, 0);
+      const Tensor b = n.inputs.size() > 1 ? input(node, 1) : Tensor();
+      const Attrs& at = n.attrs;
+      switch (n.op) {
+        case Op::conv2d:  // a = input, b = weight
+          out[0] = window2d_node(Op::conv2d_grad_input, a.shape(), g, b, at);
+          out[1] = window2d_node(Op::conv2d_grad_weight, b.shape(), a, g, at);
+          break;
+        case Op::conv2d_grad_input:  // a = output gradient, b = weight; linear in both
+          out[0] = window2d_node(Op::conv2d, a.shape(), g, b, at);
+          out[1] = window2d_node(Op::conv2d_grad_weight, b.shape(), g, a, at);
+          break;
+        case Op::conv2d_grad_weight:  // a = input, b = output gradient; linear in both
+          out[0] = window2d_node(Op::conv2d_grad_input, a.shape(), b, g, at);
+          out[1] = window2d_node(Op::conv2d, b.shape(), a, g, at);
+          break;
+        case Op::max_pool2d: out[0] = window2d_node(Op::max_pool2d_grad, a.shape(), a, g, at); break;
+        case Op::max_pool2d_grad: out[1] = pooled_share(a, g, at, b.shape()); break;
+        default: break;
       }
       break;
     }

@@ -230,6 +230,7 @@ void run_reference_kernel(const Node& n, Buffer& out) {
     case OpKind::concat: return concat_kernel(n, out);
     case OpKind::indexing:
     case OpKind::custom: return run_reference_indexing_kernel(n, out);
+    case OpKind::window2d: return run_reference_window2d_kernel(n, out);
   }
   unsupported(n);
 }

@@ -1,25 +1,21 @@
 #include "graph/buffer.hpp"
 
-#include <new>
+#include "graph/allocator.hpp"
 
 #include "kiln/error.hpp"
 
 namespace kiln::detail {
 
-namespace {
-constexpr std::align_val_t kAlignment{64};
-}
-
-Buffer::Buffer(DType dtype, std::int64_t numel) : dtype_(dtype), numel_(numel) {
-  const std::size_t n = bytes() == 0 ? 64 : bytes();
-  std::byte* p = static_cast<std::byte*>(::operator new(n, kAlignment, std::nothrow));
+Buffer::Buffer(DType dtype, std::int64_t numel)
+    : dtype_(dtype), numel_(numel), data_(nullptr, Free{bytes()}) {
+  auto* p = static_cast<std::byte*>(allocate_buffer(bytes()));
   if (p == nullptr)
     throw Error(ErrorCode::out_of_memory,
                 "allocation of " + std::to_string(bytes()) + " bytes failed");
   data_.reset(p);
 }
 
-void Buffer::Free::operator()(std::byte* p) const { ::operator delete(p, kAlignment); }
+void Buffer::Free::operator()(std::byte* p) const { free_buffer(p, bytes); }
 
 Scalar Buffer::scalar(std::int64_t i) const {
   switch (dtype_) {

@@ -37,6 +37,7 @@ class Buffer {
 
  private:
   struct Free {
+    std::size_t bytes;
     void operator()(std::byte* p) const;
   };
   DType dtype_;

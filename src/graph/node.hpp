@@ -21,11 +21,12 @@ struct CustomKernel;
 struct Attrs {
   std::vector<std::int64_t> axes;      // permute: perm; reductions: sorted axes;
                                        // concat, gather, scatter_add: {axis}
-  std::vector<std::int64_t> start;     // slice: first index; pad: elements before
+  std::vector<std::int64_t> start;     // slice: first index; pad: elements before;
+                                       // conv2d, max_pool2d (and gradients): padding
   std::vector<std::int64_t> after;     // pad: elements after
-  std::vector<std::int64_t> step;      // slice, windows, unwindow: step per dimension
-  std::vector<std::int64_t> window;    // windows, unwindow: window size per dimension
-  std::vector<std::int64_t> dilation;  // windows, unwindow: distance of window elements
+  std::vector<std::int64_t> step;      // slice, windows, unwindow, conv2d, max_pool2d: step
+  std::vector<std::int64_t> window;    // windows, unwindow, max_pool2d: window size
+  std::vector<std::int64_t> dilation;  // windows, unwindow, conv2d, max_pool2d
   Scalar value;                        // pad: fill value
   std::uint64_t seed = 0;              // random_uniform
   bool flag = false;                   // broadcast: aligned at the left (inverse);
@@ -56,6 +57,9 @@ struct Node {
   bool in_gradient_context = false;
   std::atomic<bool> watched{false};
   NodePtr grad;
+
+  // The longest path of nodes without results below this one (0 once it has a result).
+  std::uint32_t depth = 0;
 
   // How many Tensor handles refer to this node. Executors may release the result of a node
   // that no handle refers to once its last consumer has run.

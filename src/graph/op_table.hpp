@@ -21,6 +21,7 @@ enum class OpKind : std::uint8_t {
   copy,     // materialises its input in row-major order
   indexing, // data-dependent addressing: gather, scatter_add, unwindow
   custom,   // user-defined C++ callables
+  window2d, // 2-D convolution and max pooling over NCHW tensors, and their gradients
 };
 
 // How the result type follows from the operand types.
@@ -99,7 +100,12 @@ enum class TypeRule : std::uint8_t {
   X(scatter_add, indexing, 3, same)          \
   X(unwindow, indexing, 1, same)             \
   X(custom_map, custom, 1, float_valued)     \
-  X(custom_reduce, custom, 1, float_valued)
+  X(custom_reduce, custom, 1, float_valued)  \
+  X(conv2d, window2d, 2, same)               \
+  X(conv2d_grad_input, window2d, 2, same)    \
+  X(conv2d_grad_weight, window2d, 2, same)   \
+  X(max_pool2d, window2d, 1, same)           \
+  X(max_pool2d_grad, window2d, 2, same)
 
 enum class Op : std::uint8_t {
 #define KILN_OP_ENUM(name, kind, arity, rule) name,

@@ -1,0 +1,211 @@
+#include "exec/cpu/window2d.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
+
+#include "exec/cpu/source.hpp"
+#include "exec/cpu/thread_pool.hpp"
+#include "exec/operand.hpp"
+#include "exec/scalar_ops.hpp"
+#include "exec/window2d.hpp"
+
+namespace kiln::detail::cpu {
+
+namespace {
+
+// An input as contiguous values of type T: the buffer itself when it is already that, else a
+// converted copy.
+template <class T> struct Contiguous {
+  std::shared_ptr<Buffer> copy;
+  const T* data;
+  explicit Contiguous(const KernelInput& in) {
+    const Buffer& b = *in.node->result;
+    if (b.dtype() == dtype_of_v<T> && (in.view == nullptr || in.view->is_identity())) {
+      data = b.as<T>();
+      return;
+    }
+    const Source src(b, in.view);
+    const std::int64_t n = in.view ? shape_numel(in.view->shape()) : b.numel();
+    copy = std::make_shared<Buffer>(dtype_of_v<T>, n);
+    src.read(0, n, copy->data(), dtype_of_v<T>);
+    data = copy->as<T>();
+  }
+};
+
+// ---- convolution through oneDNN ---------------------------------------------------------------
+
+using dnnl::memory;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+memory::desc plain(const Shape& s, memory::format_tag tag) {
+  return memory::desc(memory::dims(s.begin(), s.end()), memory::data_type::f32, tag);
+}
+
+// Primitives are created once per geometry and reused: a training loop repeats the same shapes.
+struct ConvPrimitives {
+  dnnl::primitive forward, backward_data, backward_weights;
+};
+
+const ConvPrimitives& conv_primitives(const Window2d& g) {
+  static std::mutex mutex;
+  static std::map<std::vector<std::int64_t>, ConvPrimitives> cache;
+  const std::vector<std::int64_t> key{g.n,  g.c,  g.h,  g.w,  g.o,  g.oh, g.ow,
+                                      g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw};
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const auto src = plain({g.n, g.c, g.h, g.w}, memory::format_tag::nchw);
+  const auto wei = plain({g.o, g.c, g.kh, g.kw}, memory::format_tag::oihw);
+  const auto dst = plain({g.n, g.o, g.oh, g.ow}, memory::format_tag::nchw);
+  const memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, pad{g.ph, g.pw};
+  // oneDNN wants the right padding that makes the output size exact.
+  const memory::dims pad_r{(g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
+                           (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+  const auto algo = dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::primitive_desc fwd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, src, wei, dst,
+                                      strides, dilates, pad, pad_r),
+      engine());
+  dnnl::convolution_backward_data::primitive_desc bwd_data(
+      dnnl::convolution_backward_data::desc(algo, src, wei, dst, strides, dilates, pad, pad_r),
+      engine(), fwd);
+  dnnl::convolution_backward_weights::primitive_desc bwd_weights(
+      dnnl::convolution_backward_weights::desc(algo, src, wei, dst, strides, dilates, pad, pad_r),
+      engine(), fwd);
+  ConvPrimitives p{dnnl::convolution_forward(fwd), dnnl::convolution_backward_data(bwd_data),
+                   dnnl::convolution_backward_weights(bwd_weights)};
+  return cache.emplace(key, std::move(p)).first->second;
+}
+
+bool run_conv(const Kernel& k, Buffer& out) {
+  const Node& n = *k.root;
+  if (n.dtype != DType::f32) return false;
+  for (const KernelInput& in : k.inputs)
+    if (in.node->dtype != DType::f32) return false;
+  const Window2d g = window2d_of(n);
+  // oneDNN rejects negative right padding (windows that end before the input does).
+  if ((g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph < 0 ||
+      (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw < 0)
+    return false;
+  const ConvPrimitives& p = conv_primitives(g);
+  const Contiguous<float> a(k.inputs[0]), b(k.inputs[1]);
+  const auto src = plain({g.n, g.c, g.h, g.w}, memory::format_tag::nchw);
+  const auto wei = plain({g.o, g.c, g.kh, g.kw}, memory::format_tag::oihw);
+  const auto dst = plain({g.n, g.o, g.oh, g.ow}, memory::format_tag::nchw);
+  auto mem = [&](const memory::desc& d, const float* data) {
+    return memory(d, engine(), const_cast<float*>(data));
+  };
+  float* o = out.as<float>();
+  dnnl::stream stream(engine());
+  switch (n.op) {
+    case Op::conv2d:
+      p.forward.execute(stream, {{DNNL_ARG_SRC, mem(src, a.data)},
+                                 {DNNL_ARG_WEIGHTS, mem(wei, b.data)},
+                                 {DNNL_ARG_DST, mem(dst, o)}});
+      break;
+    case Op::conv2d_grad_input:
+      p.backward_data.execute(stream, {{DNNL_ARG_DIFF_DST, mem(dst, a.data)},
+                                       {DNNL_ARG_WEIGHTS, mem(wei, b.data)},
+                                       {DNNL_ARG_DIFF_SRC, mem(src, o)}});
+      break;
+    case Op::conv2d_grad_weight:
+      p.backward_weights.execute(stream, {{DNNL_ARG_SRC, mem(src, a.data)},
+                                          {DNNL_ARG_DIFF_DST, mem(dst, b.data)},
+                                          {DNNL_ARG_DIFF_WEIGHTS, mem(wei, o)}});
+      break;
+    default: return false;
+  }
+  stream.wait();
+  return true;
+}
+
+// ---- max pooling ----------------------------------------------------------------------------------
+
+// The same semantics as the reference kernel (ties share the gradient), one plane per task.
+template <class T> void pool(const Kernel& k, Buffer& out) {
+  const Node& n = *k.root;
+  const Window2d g = window2d_of(n);
+  const Contiguous<T> x(k.inputs[0]);
+  std::optional<Contiguous<T>> grad;
+  if (n.op == Op::max_pool2d_grad) grad.emplace(k.inputs[1]);
+  T* o = out.as<T>();
+  parallel_for(g.n * g.c, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t p = begin; p < end; ++p) {
+      const T* plane = x.data + p * g.h * g.w;
+      T* dst = n.op == Op::max_pool2d ? o + p * g.oh * g.ow : o + p * g.h * g.w;
+      if (n.op == Op::max_pool2d_grad) std::fill(dst, dst + g.h * g.w, T{0});
+      // Without padding every window lies inside the plane: no bounds checks.
+      const bool inside = g.ph == 0 && g.pw == 0;
+      for (std::int64_t i = 0; i < g.oh; ++i)
+        for (std::int64_t j = 0; j < g.ow; ++j) {
+          T best{};
+          bool any = false;
+          if (inside) {
+            const T* corner = plane + g.row(i, 0) * g.w + g.col(j, 0);
+            best = corner[0];
+            any = true;
+            for (std::int64_t ki = 0; ki < g.kh; ++ki) {
+              const T* r = corner + ki * g.dh * g.w;
+              for (std::int64_t kj = 0; kj < g.kw; ++kj) {
+                const T v = r[kj * g.dw];
+                best = (v > best || v != v) && best == best ? v : best;
+              }
+            }
+          } else {
+            for (std::int64_t ki = 0; ki < g.kh; ++ki) {
+              const std::int64_t y = g.row(i, ki);
+              if (y < 0 || y >= g.h) continue;
+              for (std::int64_t kj = 0; kj < g.kw; ++kj) {
+                const std::int64_t xx = g.col(j, kj);
+                if (xx < 0 || xx >= g.w) continue;
+                const T v = plane[y * g.w + xx];
+                if (!any || v > best || is_nan(v)) best = any && is_nan(best) ? best : v;
+                any = true;
+              }
+            }
+          }
+          if (n.op == Op::max_pool2d) {
+            dst[i * g.ow + j] = best;
+            continue;
+          }
+          const T share = grad->data[(p * g.oh + i) * g.ow + j];
+          int ties = 0;
+          for (int pass = 0; pass < 2; ++pass)
+            for (std::int64_t ki = 0; ki < g.kh; ++ki) {
+              const std::int64_t y = g.row(i, ki);
+              if (y < 0 || y >= g.h) continue;
+              for (std::int64_t kj = 0; kj < g.kw; ++kj) {
+                const std::int64_t xx = g.col(j, kj);
+                if (xx < 0 || xx >= g.w || !(plane[y * g.w + xx] == best)) continue;
+                if (pass == 0) ++ties;
+                else dst[y * g.w + xx] += share / static_cast<T>(ties);
+              }
+            }
+        }
+    }
+  });
+}
+
+}  // namespace
+
+bool run_window2d(const Kernel& k, Buffer& out) {
+  const Node& n = *k.root;
+  if (n.op == Op::max_pool2d || n.op == Op::max_pool2d_grad) {
+    // Same input and output types only; mixed ones go to the reference kernel.
+    if (!is_float(n.dtype) || k.inputs[0].node->dtype != n.dtype) return false;
+    dispatch(n.dtype, [&]<class T>() {
+      if constexpr (std::is_floating_point_v<T>) pool<T>(k, out);
+    });
+    return true;
+  }
+  return run_conv(k, out);
+}
+
+}  // namespace kiln::detail::cpu
