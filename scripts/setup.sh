@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config
-          libdnnl-dev libopenblas-dev libsleef-dev libstb-dev)
+          libdnnl-dev libopenblas-dev libsleef-dev libstb-dev zlib1g-dev
+          dataset-fashion-mnist)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

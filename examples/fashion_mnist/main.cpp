@@ -1,0 +1,314 @@
+// Trains the "2 Conv+pooling" CNN of the Fashion-MNIST benchmark table with kiln::nn:
+//   conv 5x5x32 same + ReLU, max-pool 2, conv 5x5x64 same + ReLU, max-pool 2, flatten,
+//   dense 1024 + ReLU, dropout 0.4, dense 10; Adam (lr 1e-3), batch 64.
+// Prints a progress bar per epoch (plain lines when stdout is not a terminal), the test accuracy
+// after each epoch, and writes the per-epoch numbers to a CSV file and the curves to a PNG.
+#include <kiln/data.hpp>
+#include <kiln/kiln.hpp>
+#include <kiln/nn.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plot.hpp"
+
+namespace {
+
+namespace nn = kiln::nn;
+using kiln::Tensor;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  int epochs = 1;
+  std::int64_t batch_size = 64;
+  int threads = 0;  // 0: kiln's default
+  std::uint64_t seed = 1;
+  bool small = false;
+  std::int64_t limit = -1;
+  std::int64_t test_limit = -1;
+  double lr = 1e-3;
+  std::string data = kiln::data::fashion_mnist_default_dir;
+  std::string csv = "fashion_mnist.csv";
+  std::string plot = "fashion_mnist.png";
+  std::string save;
+};
+
+void usage(std::ostream& os) {
+  os << "usage: fashion_mnist [options]\n"
+        "  --epochs N        training epochs (default 1)\n"
+        "  --batch-size N    batch size (default 64)\n"
+        "  --threads N       CPU threads (default: all cores, or KILN_NUM_THREADS)\n"
+        "  --seed N          seed for initialisation, shuffling and dropout (default 1)\n"
+        "  --small           a smaller model: conv 8 and 16 channels, dense 128\n"
+        "  --limit N         train on the first N training images only\n"
+        "  --test-limit N    evaluate on the first N test images only\n"
+        "  --lr X            Adam's learning rate (default 0.001)\n"
+        "  --data DIR        directory of the IDX files (default "
+     << kiln::data::fashion_mnist_default_dir
+     << ")\n"
+        "  --csv PATH        per-epoch results (default fashion_mnist.csv)\n"
+        "  --plot PATH       PNG of the training curves (default fashion_mnist.png)\n"
+        "  --save PATH       save the trained parameters (kiln::nn::save format)\n";
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  auto value = [&](int& i) -> std::string {
+    if (i + 1 >= argc) {
+      std::cerr << "fashion_mnist: " << argv[i] << " needs a value\n";
+      std::exit(2);
+    }
+    return argv[++i];
+  };
+  auto integer = [&](int& i, long long min) {
+    const std::string flag = argv[i], s = value(i);
+    char* end = nullptr;
+    const long long v = std::strtoll(s.c_str(), &end, 10);
+    if (end == s.c_str() || *end != '\0' || v < min) {
+      std::cerr << "fashion_mnist: " << flag << " needs an integer >= " << min << ", got '" << s
+                << "'\n";
+      std::exit(2);
+    }
+    return v;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--epochs") o.epochs = static_cast<int>(integer(i, 1));
+    else if (a == "--batch-size") o.batch_size = integer(i, 1);
+    else if (a == "--threads") o.threads = static_cast<int>(integer(i, 1));
+    else if (a == "--seed") o.seed = static_cast<std::uint64_t>(integer(i, 0));
+    else if (a == "--small") o.small = true;
+    else if (a == "--limit") o.limit = integer(i, 1);
+    else if (a == "--test-limit") o.test_limit = integer(i, 1);
+    else if (a == "--lr") o.lr = std::atof(value(i).c_str());
+    else if (a == "--data") o.data = value(i);
+    else if (a == "--csv") o.csv = value(i);
+    else if (a == "--plot") o.plot = value(i);
+    else if (a == "--save") o.save = value(i);
+    else if (a == "--help" || a == "-h") {
+      usage(std::cout);
+      std::exit(0);
+    } else {
+      std::cerr << "fashion_mnist: unknown option '" << a << "'\n";
+      usage(std::cerr);
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+nn::Sequential make_model(bool small) {
+  const std::int64_t c1 = small ? 8 : 32, c2 = small ? 16 : 64, hidden = small ? 128 : 1024;
+  return nn::Sequential(nn::Conv2d(1, c1, 5), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Conv2d(c1, c2, 5), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
+                        nn::Linear(c2 * 7 * 7, hidden), nn::ReLU(), nn::Dropout(0.4),
+                        nn::Linear(hidden, 10));
+}
+
+std::string clock_string(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+  const long s = std::lround(seconds);
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+// Progress of one epoch: a bar redrawn in place on a terminal, a line every 10% otherwise.
+class Progress {
+ public:
+  Progress(int epoch, int epochs, std::int64_t batches)
+      : epoch_(epoch), epochs_(epochs), batches_(batches), tty_(isatty(STDOUT_FILENO) != 0),
+        start_(Clock::now()) {}
+
+  void update(std::int64_t done, double mean_loss, std::int64_t images) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double rate = elapsed > 0 ? images / elapsed : 0;
+    const double left = done > 0 ? elapsed / done * (batches_ - done) : NAN;
+    char stats[160];
+    std::snprintf(stats, sizeof stats, "loss %.4f  %.0f img/s  %s left", mean_loss, rate,
+                  clock_string(left).c_str());
+    if (tty_) {
+      if (done != batches_ && elapsed - last_draw_ < 0.1) return;
+      last_draw_ = elapsed;
+      constexpr int width = 30;
+      const int filled = static_cast<int>(width * done / std::max<std::int64_t>(1, batches_));
+      std::string bar(static_cast<std::size_t>(filled), '=');
+      if (filled < width) bar += '>';
+      bar.resize(width, ' ');
+      std::printf("\repoch %d/%d [%s] %lld/%lld  %s\x1b[K", epoch_, epochs_, bar.c_str(),
+                  static_cast<long long>(done), static_cast<long long>(batches_), stats);
+      if (done == batches_) std::printf("\n");
+      std::fflush(stdout);
+    } else {
+      const std::int64_t step = std::max<std::int64_t>(1, batches_ / 10);
+      if (done % step != 0 && done != batches_) return;
+      if (done == batches_ && done % step == 0 && done / step > 10) return;
+      std::printf("epoch %d/%d: %lld/%lld batches (%3.0f%%)  %s\n", epoch_, epochs_,
+                  static_cast<long long>(done), static_cast<long long>(batches_),
+                  100.0 * done / batches_, stats);
+      std::fflush(stdout);
+    }
+  }
+
+ private:
+  int epoch_, epochs_;
+  std::int64_t batches_;
+  bool tty_;
+  Clock::time_point start_;
+  double last_draw_ = -1;
+};
+
+struct EpochResult {
+  int epoch;
+  double train_loss, test_loss, test_accuracy, seconds, images_per_second;
+};
+
+// Test loss and accuracy in evaluation mode, in batches.
+std::pair<double, double> evaluate(nn::Module& model, const kiln::data::Dataset& test) {
+  model.eval();
+  kiln::data::BatchIterator batches(test, 500, /*shuffle=*/false);
+  kiln::data::Batch b;
+  double loss_sum = 0;
+  std::int64_t correct = 0;
+  while (batches.next(b)) {
+    const Tensor logits = model(b.images);
+    const Tensor loss = nn::cross_entropy(logits, b.labels);
+    const Tensor right = nn::correct_count(logits, b.labels);
+    kiln::eval_all({loss, right});
+    loss_sum += loss.item<double>() * static_cast<double>(b.labels.dim(0));
+    correct += right.item<std::int64_t>();
+  }
+  model.train();
+  const double n = static_cast<double>(std::max<std::int64_t>(1, test.size()));
+  return {loss_sum / n, static_cast<double>(correct) / n};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  try {
+    if (o.threads > 0) kiln::set_num_threads(o.threads);
+    nn::manual_seed(o.seed);
+
+    auto t0 = Clock::now();
+    kiln::data::Dataset train = kiln::data::take(kiln::data::load_mnist_split(o.data, "train"),
+                                                 o.limit);
+    kiln::data::Dataset test = kiln::data::take(kiln::data::load_mnist_split(o.data, "test"),
+                                                o.test_limit);
+    std::printf("Fashion-MNIST from %s: %lld training and %lld test images (%.1f s to load)\n",
+                o.data.c_str(), static_cast<long long>(train.size()),
+                static_cast<long long>(test.size()),
+                std::chrono::duration<double>(Clock::now() - t0).count());
+
+    nn::Sequential model = make_model(o.small);
+    std::printf("%s model:\n%s", o.small ? "small" : "full", model.summary().c_str());
+    nn::Adam optimizer(model.parameters(), {.lr = o.lr});
+    std::printf("Adam (lr %g), batch size %lld, %d epoch%s, %d thread%s, seed %llu\n", o.lr,
+                static_cast<long long>(o.batch_size), o.epochs, o.epochs == 1 ? "" : "s",
+                kiln::num_threads(), kiln::num_threads() == 1 ? "" : "s",
+                static_cast<unsigned long long>(o.seed));
+    std::fflush(stdout);
+
+    kiln::data::BatchIterator batches(train, o.batch_size, /*shuffle=*/true, o.seed);
+    std::vector<EpochResult> results;
+    std::vector<double> curve_x, curve_loss;  // mean loss over each 1/20 of an epoch
+    const std::int64_t n_batches = batches.num_batches();
+    const std::int64_t segment = std::max<std::int64_t>(1, n_batches / 20);
+
+    for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+      batches.start_epoch(epoch - 1);
+      model.train();
+      Progress progress(epoch, o.epochs, n_batches);
+      const auto start = Clock::now();
+      double loss_sum = 0, segment_sum = 0;
+      std::int64_t images = 0, segment_images = 0;
+      kiln::data::Batch b;
+      while (batches.next(b)) {
+        Tensor loss;
+        {
+          kiln::GradientContext gradients;
+          loss = nn::cross_entropy(model(b.images), b.labels);
+        }
+        optimizer.step(loss);  // forward, backward and the Adam update in one pass
+        const double l = loss.item<double>();
+        const std::int64_t n = b.labels.dim(0);
+        if (!std::isfinite(l)) throw kiln::Error(kiln::ErrorCode::internal_error,
+                                                 "the training loss is not finite");
+        loss_sum += l * n;
+        segment_sum += l * n;
+        images += n;
+        segment_images += n;
+        if ((b.index + 1) % segment == 0 || b.index + 1 == n_batches) {
+          curve_x.push_back(epoch - 1 + static_cast<double>(b.index + 1) / n_batches);
+          curve_loss.push_back(segment_sum / segment_images);
+          segment_sum = 0;
+          segment_images = 0;
+        }
+        progress.update(b.index + 1, loss_sum / images, images);
+      }
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      const auto eval_start = Clock::now();
+      const auto [test_loss, test_accuracy] = evaluate(model, test);
+      const double eval_seconds =
+          std::chrono::duration<double>(Clock::now() - eval_start).count();
+      results.push_back({epoch, loss_sum / images, test_loss, test_accuracy, seconds,
+                         images / seconds});
+      std::printf("epoch %d/%d: train loss %.4f, test loss %.4f, test accuracy %.4f "
+                  "(%.1f s training, %.0f img/s; %.1f s testing)\n",
+                  epoch, o.epochs, loss_sum / images, test_loss, test_accuracy, seconds,
+                  images / seconds, eval_seconds);
+      std::fflush(stdout);
+    }
+
+    if (!o.save.empty()) {
+      nn::save(model, o.save);
+      std::printf("saved the parameters to %s\n", o.save.c_str());
+    }
+
+    std::ofstream csv(o.csv);
+    csv << "epoch,train_loss,test_loss,test_accuracy,epoch_seconds,images_per_second\n";
+    for (const auto& r : results)
+      csv << r.epoch << ',' << r.train_loss << ',' << r.test_loss << ',' << r.test_accuracy << ','
+          << r.seconds << ',' << r.images_per_second << '\n';
+    csv.close();
+    if (!csv) std::fprintf(stderr, "fashion_mnist: could not write %s\n", o.csv.c_str());
+    else std::printf("wrote %s\n", o.csv.c_str());
+
+    plot::Chart chart;
+    chart.title = std::string("Fashion-MNIST, ") + (o.small ? "small CNN" : "2 Conv+pooling CNN");
+    chart.x_label = "epoch";
+    chart.left_label = "training loss";
+    chart.right_label = "test accuracy";
+    chart.x_lo = 0;
+    chart.x_hi = o.epochs;
+    chart.left_lo = 0;
+    chart.left_hi = *std::max_element(curve_loss.begin(), curve_loss.end());
+    plot::Series loss_series{"training loss (mean per 1/20 epoch)", curve_x, curve_loss,
+                             {31, 119, 180}};
+    plot::Series acc_series{"test accuracy (after each epoch)", {}, {}, {230, 110, 20}, true, true};
+    for (const auto& r : results) {
+      acc_series.x.push_back(r.epoch);
+      acc_series.y.push_back(r.test_accuracy);
+    }
+    chart.series = {loss_series, acc_series};
+    if (!plot::write_chart_png(chart, o.plot))
+      std::fprintf(stderr, "fashion_mnist: could not write %s\n", o.plot.c_str());
+    else std::printf("wrote %s\n", o.plot.c_str());
+    return 0;
+  } catch (const kiln::Error& e) {
+    std::fprintf(stderr, "\nfashion_mnist: error (%s): %s\n", kiln::error_code_name(e.code()),
+                 e.what());
+    return 1;
+  }
+}

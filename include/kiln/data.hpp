@@ -1,0 +1,85 @@
+// kiln::data: reading IDX files (the format of MNIST and Fashion-MNIST, plain or gzipped) and
+// iterating over a data set in shuffled batches.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/tensor.hpp"
+
+namespace kiln::data {
+
+// An IDX file: magic 0x00 0x00 <type> <rank>, rank big-endian u32 dimensions, then the values,
+// big-endian, row-major. Types: 0x08 u8, 0x09 i8, 0x0B i16, 0x0C i32, 0x0D f32, 0x0E f64.
+struct IdxArray {
+  std::uint8_t type = 0x08;
+  Shape dims;
+  std::vector<std::uint8_t> data;  // the values in host byte order, row-major
+
+  std::int64_t numel() const;
+  std::size_t element_size() const;  // bytes per value
+  double value(std::int64_t i) const;  // value i (every IDX type converts exactly)
+};
+
+// Reads a plain or gzipped IDX file (gzip is recognised by its content, not the name). A file
+// that is missing, unreadable, truncated, has a bad header or trailing bytes throws
+// kiln::Error(io_error) with a message naming the file.
+IdxArray read_idx(const std::string& path);
+
+// Images [N, H, W] (u8) as f32 [N, 1, H, W] scaled to [0, 1].
+Tensor read_idx_images(const std::string& path);
+// Labels [N] (u8) as i64 [N].
+Tensor read_idx_labels(const std::string& path);
+
+struct Dataset {
+  Tensor images;  // f32 [N, 1, H, W]
+  Tensor labels;  // i64 [N]
+  std::int64_t size() const { return labels.defined() ? labels.dim(0) : 0; }
+};
+
+// Debian's dataset-fashion-mnist package installs the files here.
+inline constexpr const char* fashion_mnist_default_dir = "/usr/share/datasets/fashion-mnist";
+
+// Reads "<dir>/train-images-idx3-ubyte" and "<dir>/train-labels-idx1-ubyte" (split "train") or
+// the "t10k-" files (split "test"), each with or without ".gz". A missing file is an io_error
+// naming the paths tried; images and labels of different counts are incompatible_shapes.
+Dataset load_mnist_split(const std::string& dir, const std::string& split);
+
+// The first `count` examples (all of them when count < 0 or count >= size).
+Dataset take(const Dataset& d, std::int64_t count);
+
+struct Batch {
+  Tensor images;  // [B, ...]
+  Tensor labels;  // [B]
+  std::int64_t index = 0;  // batch number within the epoch
+};
+
+// Batches over a data set. With shuffling, epoch e visits the examples in an order that depends
+// only on (seed, e). The last batch is smaller when the size is not a multiple of the batch size,
+// unless drop_last. Batches are lazy gathers (index_select) from the data set's tensors.
+class BatchIterator {
+ public:
+  BatchIterator(Dataset data, std::int64_t batch_size, bool shuffle = true,
+                std::uint64_t seed = 0, bool drop_last = false);
+
+  // Starts epoch `epoch` (0-based): reshuffles and rewinds.
+  void start_epoch(std::int64_t epoch);
+  // The next batch of the current epoch; false when the epoch is done.
+  bool next(Batch& batch);
+  std::int64_t num_batches() const;
+  std::int64_t batch_size() const { return batch_size_; }
+  const Dataset& dataset() const { return data_; }
+  const std::vector<std::int64_t>& order() const { return order_; }
+
+ private:
+  Dataset data_;
+  std::int64_t batch_size_;
+  bool shuffle_;
+  std::uint64_t seed_;
+  bool drop_last_;
+  std::vector<std::int64_t> order_;
+  std::int64_t position_ = 0, batch_index_ = 0;
+};
+
+}  // namespace kiln::data

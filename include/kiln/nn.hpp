@@ -1,0 +1,345 @@
+// kiln::nn: neural-network modules, initialisations, losses, optimisers and saving/loading of
+// parameters, all built on kiln's public tensor API and autodiff.
+//
+//   kiln::nn::manual_seed(1);
+//   kiln::nn::Sequential model(kiln::nn::Linear(784, 128), kiln::nn::ReLU(),
+//                              kiln::nn::Linear(128, 10));
+//   kiln::nn::Adam opt(model.parameters(), {.lr = 1e-3});
+//   Tensor loss;
+//   {
+//     kiln::GradientContext ctx;                     // the forward graph is differentiable
+//     loss = kiln::nn::cross_entropy(model(x), labels);
+//   }
+//   opt.step(loss);  // forward, backward and update evaluated in one pass
+//
+// Parameters. A kiln graph is immutable, so "updating a parameter in place" means replacing the
+// tensor in its slot: a Parameter is a shared handle to a slot holding the current value (an f32
+// leaf tensor marked with watch()). A module and the optimiser that trains it hold handles to the
+// same slots, so the module computes with the values the optimiser stored last.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kiln/tensor.hpp"
+
+namespace kiln::nn {
+
+// ---- random initialisation ----------------------------------------------------------------------
+// nn draws every seed it needs (initialisation, dropout masks) from one generator, so a program
+// that calls manual_seed(s) first and then builds and trains a model the same way gets the same
+// numbers on every run. It is independent of kiln::manual_seed.
+void manual_seed(std::uint64_t seed);
+std::uint64_t next_seed();
+
+// f32 tensors of `shape` drawn uniformly from [low, high); seed 0 draws one from next_seed().
+Tensor uniform(Shape shape, double low, double high, std::uint64_t seed = 0);
+// Kaiming (He) uniform: U(-b, b) with b = gain * sqrt(3 / fan_in) and gain = sqrt(2 / (1 + a^2))
+// (the gain of leaky ReLU with negative slope a). a = 0 suits ReLU networks; a = sqrt(5) gives
+// b = 1 / sqrt(fan_in), PyTorch's default for Linear and Conv2d weights (and what this module
+// uses, see default_weight_init).
+Tensor kaiming_uniform(Shape shape, std::int64_t fan_in, double a = 0.0, std::uint64_t seed = 0);
+// Xavier (Glorot) uniform: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
+Tensor xavier_uniform(Shape shape, std::int64_t fan_in, std::int64_t fan_out, double gain = 1.0,
+                      std::uint64_t seed = 0);
+
+// ---- parameters -----------------------------------------------------------------------------------
+class Parameter {
+ public:
+  Parameter() = default;  // an empty handle
+  // A new slot holding `value` (made a watched f32 leaf if it is not one).
+  Parameter(std::string name, const Tensor& value);
+
+  bool defined() const { return slot_ != nullptr; }
+  const std::string& name() const;
+  // The current value: a watched leaf tensor.
+  const Tensor& value() const;
+  operator const Tensor&() const { return value(); }
+  const Shape& shape() const { return value().shape(); }
+  std::int64_t numel() const { return value().numel(); }
+  // Replaces the value for every holder of this slot. The new value must have the same shape;
+  // it is evaluated and stored as a new watched f32 leaf (its graph is not kept).
+  void set(const Tensor& value) const;
+  // The gradient backward() accumulated for the current value (undefined if none).
+  Tensor grad() const { return value().grad(); }
+  void zero_grad() const { value().zero_grad(); }
+  // True when both handles refer to the same slot.
+  bool same_slot(const Parameter& other) const { return slot_ == other.slot_; }
+
+ private:
+  struct Slot;
+  std::shared_ptr<Slot> slot_;
+};
+
+// A new leaf holding the values of `t` (evaluating it if needed): the result keeps no reference
+// to t's graph. Used to store updated parameters and optimiser state.
+Tensor detach(const Tensor& t);
+
+// ---- modules ----------------------------------------------------------------------------------------
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  // Modules are moved into containers; a copy would share parameter slots, so there is none.
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  Module(Module&&) = default;
+  Module& operator=(Module&&) = default;
+
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) { return forward(x); }
+  // One line describing the module, e.g. "Linear(784 -> 10, bias)".
+  virtual std::string describe() const = 0;
+
+  // This module's parameters then its children's, depth first, with dotted names as PyTorch
+  // gives them: "weight", "0.weight", "3.bias", ...
+  std::vector<std::pair<std::string, Parameter>> named_parameters() const;
+  std::vector<Parameter> parameters() const;
+  std::int64_t num_parameters() const;  // total number of elements
+  // Training mode (the default) or evaluation mode, for this module and all its children.
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad() const;
+  // A multi-line summary: one line per module with its parameter count, and the total.
+  std::string summary() const;
+
+ protected:
+  Parameter register_parameter(std::string name, const Tensor& value);
+  void register_module(std::string name, std::shared_ptr<Module> module);
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
+    return children_;
+  }
+
+ private:
+  void summary_lines(const std::string& prefix, std::string& out) const;
+
+  std::vector<std::pair<std::string, Parameter>> parameters_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+// y = x W + b for x [N, in] (or any [..., in]): weight [in, out], bias [out]. Weight and bias are
+// drawn from U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's default; kaiming_uniform with a = sqrt(5)).
+class Linear : public Module {
+ public:
+  Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }  // undefined without bias
+  std::int64_t in_features() const { return in_; }
+  std::int64_t out_features() const { return out_; }
+
+ private:
+  std::int64_t in_, out_;
+  Parameter weight_, bias_;
+};
+
+// 2-D convolution over [N, C, H, W]: weight [out, in, k, k], bias [out]. padding = same_padding
+// (the default) pads k / 2 on each side, which keeps H and W for odd k and stride 1 (an even
+// kernel with same_padding is an error). Initialised as Linear with fan_in = in * k * k.
+class Conv2d : public Module {
+ public:
+  static constexpr std::int64_t same_padding = -1;
+  Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
+         std::int64_t stride = 1, std::int64_t padding = same_padding, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+
+ private:
+  std::int64_t in_, out_, kernel_, stride_, padding_;
+  Parameter weight_, bias_;
+};
+
+// Max pooling over [N, C, H, W]; stride 0 means the kernel size.
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(std::int64_t kernel_size, std::int64_t stride = 0);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+
+ private:
+  std::int64_t kernel_, stride_;
+};
+
+class ReLU : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override { return "ReLU"; }
+};
+
+// [N, d1, d2, ...] -> [N, d1 * d2 * ...].
+class Flatten : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override { return "Flatten"; }
+};
+
+// In training mode each element is zeroed with probability p and the others are scaled by
+// 1 / (1 - p) (a fresh mask, seeded from next_seed(), for every forward call); in evaluation
+// mode the input passes unchanged.
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  double p() const { return p_; }
+
+ private:
+  double p_;
+};
+
+// Applies its modules in order. Children are named "0", "1", ... (so their parameters are
+// "0.weight", "0.bias", ...).
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  template <class... M>
+    requires(sizeof...(M) > 0 && (std::is_base_of_v<Module, std::decay_t<M>> && ...))
+  explicit Sequential(M&&... modules) {
+    (add(std::forward<M>(modules)), ...);
+  }
+  template <class M>
+    requires std::is_base_of_v<Module, std::decay_t<M>>
+  Sequential& add(M&& module) {
+    return add(std::shared_ptr<Module>(std::make_shared<std::decay_t<M>>(std::forward<M>(module))));
+  }
+  Sequential& add(std::shared_ptr<Module> module);
+  std::size_t size() const { return children().size(); }
+  Module& operator[](std::size_t i) const { return *children().at(i).second; }
+
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override { return "Sequential"; }
+};
+
+// ---- losses ---------------------------------------------------------------------------------------
+// Mean over the batch of -log softmax(logits)[label]: logits [N, C], integer labels [N].
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels);
+// Mean of (prediction - target)^2 over all elements.
+Tensor mse(const Tensor& prediction, const Tensor& target);
+// Fraction of rows of logits [N, C] whose argmax equals the label (an f64 0-d tensor).
+Tensor accuracy(const Tensor& logits, const Tensor& labels);
+// Number of rows of logits [N, C] whose argmax equals the label (an i64 0-d tensor).
+Tensor correct_count(const Tensor& logits, const Tensor& labels);
+
+// ---- optimisers -----------------------------------------------------------------------------------
+// An optimiser holds handles to parameter slots and replaces their values on each step. Both
+// forms of step() evaluate the new parameters and the new optimiser state together, in one
+// pass, store them as new leaves, and leave the parameters without gradient (zero_grad).
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Parameter> parameters);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // Uses the gradients accumulated by backward() (parameters without one are left alone).
+  void step();
+  // Builds the gradients of `loss` (a one-element tensor built in a GradientContext) with
+  // respect to the parameters and evaluates loss, gradients and updates in one pass; gradients
+  // accumulated by an earlier backward() are added. Afterwards loss.item() costs nothing.
+  void step(const Tensor& loss);
+  void zero_grad() const;
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+  std::int64_t steps() const { return steps_; }
+
+ protected:
+  // The new value of parameter i from its value and gradient (both f32, lazily built), adding
+  // the new state tensors (lazy) to `state_out` in a fixed order; commit_state receives them
+  // evaluated and detached, in the same order.
+  virtual Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
+                        std::vector<Tensor>& state_out) = 0;
+  virtual void commit_state(std::size_t i, std::vector<Tensor> state) = 0;
+  // Called once per step before the updates are built (e.g. to advance Adam's step count).
+  virtual void begin_step() {}
+
+ private:
+  void apply(const std::vector<Tensor>& grads, const Tensor& loss);
+
+  std::vector<Parameter> parameters_;
+  std::int64_t steps_ = 0;
+};
+
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weight_decay = 0.0;  // L2: weight_decay * value is added to the gradient
+  bool nesterov = false;
+};
+
+// PyTorch's SGD: g = grad + wd * p; with momentum, buf = g on the first step and
+// buf = momentum * buf + g afterwards, and g = buf (or g + momentum * buf with nesterov);
+// p = p - lr * g.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Parameter> parameters, SGDOptions options);
+  const SGDOptions& options() const { return options_; }
+
+ protected:
+  Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
+                std::vector<Tensor>& state_out) override;
+  void commit_state(std::size_t i, std::vector<Tensor> state) override;
+
+ private:
+  SGDOptions options_;
+  std::vector<Tensor> momentum_;  // per parameter; undefined before its first step
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;  // L2 (as torch.optim.Adam), not decoupled
+};
+
+// Adam with bias correction (Kingma & Ba; PyTorch's formulation): with t the step number,
+// m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+// p = p - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Parameter> parameters, AdamOptions options = {});
+  const AdamOptions& options() const { return options_; }
+
+ protected:
+  Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
+                std::vector<Tensor>& state_out) override;
+  void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  void begin_step() override { ++t_; }
+
+ private:
+  AdamOptions options_;
+  std::int64_t t_ = 0;
+  std::vector<Tensor> m_, v_;
+};
+
+// ---- saving and loading ---------------------------------------------------------------------------
+// File format (all integers little-endian):
+//   magic    8 bytes  "KILNPARM"
+//   version  u32      1
+//   count    u32      number of parameters
+//   per parameter, in named_parameters() order:
+//     name_length u32, name (UTF-8, no terminator)
+//     dtype u32 (kiln::DType: 0 i32, 1 i64, 2 f32, 3 f64), rank u32, dims i64[rank]
+//     data (product of dims) * size of dtype bytes, row-major
+//   crc32    u32      zlib's CRC-32 of every byte before it
+// load() checks the whole file before changing anything: a file that cannot be read, is
+// truncated or corrupted throws kiln::Error(io_error); one written for a model with other
+// parameters (count, names, types or shapes) throws kiln::Error(incompatible_shapes). The
+// message names the file and the first difference.
+void save(const Module& module, const std::string& path);
+void load(Module& module, const std::string& path);
+// The same for a list of named parameters.
+void save(const std::vector<std::pair<std::string, Parameter>>& parameters,
+          const std::string& path);
+void load(const std::vector<std::pair<std::string, Parameter>>& parameters,
+          const std::string& path);
+
+}  // namespace kiln::nn

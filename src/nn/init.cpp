@@ -1,0 +1,123 @@
+// nn's seed generator, uniform initialisations and Parameter slots.
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "kiln/nn.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln::nn {
+
+namespace {
+
+std::atomic<std::uint64_t> seed_state{0x853c49e6748fea9bULL};
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void check_shape(const char* what, const Shape& shape) {
+  for (auto d : shape)
+    if (d < 0) throw Error(ErrorCode::illegal_dimension,
+                           std::string("nn::") + what + ": negative size in shape " +
+                               shape_to_string(shape));
+}
+
+}  // namespace
+
+void manual_seed(std::uint64_t seed) { seed_state.store(splitmix64(seed)); }
+
+std::uint64_t next_seed() {
+  const std::uint64_t s = splitmix64(seed_state.fetch_add(0x9e3779b97f4a7c15ULL));
+  return s == 0 ? 1 : s;  // 0 means "draw one" in this module's functions
+}
+
+Tensor uniform(Shape shape, double low, double high, std::uint64_t seed) {
+  check_shape("uniform", shape);
+  if (!(low <= high))
+    throw Error(ErrorCode::invalid_select, "nn::uniform: empty range [" + std::to_string(low) +
+                                               ", " + std::to_string(high) + ")");
+  if (seed == 0) seed = next_seed();
+  const Tensor u = kiln::uniform(shape, seed, DType::f64);
+  return detach(convert(u * (high - low) + low, DType::f32));
+}
+
+Tensor kaiming_uniform(Shape shape, std::int64_t fan_in, double a, std::uint64_t seed) {
+  if (fan_in <= 0)
+    throw Error(ErrorCode::illegal_dimension,
+                "nn::kaiming_uniform: fan_in must be positive, got " + std::to_string(fan_in));
+  const double gain = std::sqrt(2.0 / (1.0 + a * a));
+  const double bound = gain * std::sqrt(3.0 / static_cast<double>(fan_in));
+  return uniform(std::move(shape), -bound, bound, seed);
+}
+
+Tensor xavier_uniform(Shape shape, std::int64_t fan_in, std::int64_t fan_out, double gain,
+                      std::uint64_t seed) {
+  if (fan_in <= 0 || fan_out <= 0)
+    throw Error(ErrorCode::illegal_dimension,
+                "nn::xavier_uniform: fans must be positive, got " + std::to_string(fan_in) +
+                    " and " + std::to_string(fan_out));
+  const double bound = gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  return uniform(std::move(shape), -bound, bound, seed);
+}
+
+// ---- detach and Parameter -----------------------------------------------------------------------
+
+namespace {
+bool is_leaf(const Tensor& t) {
+  return t.is_evaluated() && t.op_name() == "store" && t.inputs().empty();
+}
+}  // namespace
+
+Tensor detach(const Tensor& t) {
+  if (!t.defined()) throw Error(ErrorCode::illegal_dimension, "nn::detach: empty tensor handle");
+  // The public API has no leaf that shares an evaluated buffer, so the values are copied.
+  std::vector<std::byte> bytes(static_cast<std::size_t>(t.numel()) * size_of(t.dtype()));
+  t.copy_to(bytes.data(), t.dtype());
+  return Tensor::from_bytes(bytes.data(), t.dtype(), t.shape());
+}
+
+struct Parameter::Slot {
+  std::string name;
+  Tensor value;
+};
+
+Parameter::Parameter(std::string name, const Tensor& value) : slot_(std::make_shared<Slot>()) {
+  slot_->name = std::move(name);
+  if (!value.defined())
+    throw Error(ErrorCode::illegal_dimension,
+                "nn::Parameter: empty tensor for parameter '" + slot_->name + "'");
+  Tensor v = value.dtype() == DType::f32 ? value : convert(value, DType::f32);
+  slot_->value = is_leaf(v) ? v : detach(v);
+  slot_->value.watch();
+}
+
+const std::string& Parameter::name() const {
+  if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
+  return slot_->name;
+}
+
+const Tensor& Parameter::value() const {
+  if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
+  return slot_->value;
+}
+
+void Parameter::set(const Tensor& value) const {
+  if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
+  if (!value.defined() || value.shape() != slot_->value.shape())
+    throw Error(ErrorCode::incompatible_shapes,
+                "nn::Parameter::set: parameter '" + slot_->name + "' has shape " +
+                    shape_to_string(slot_->value.shape()) + ", the new value " +
+                    (value.defined() ? shape_to_string(value.shape()) : std::string("is empty")));
+  Tensor v = value.dtype() == DType::f32 ? value : convert(value, DType::f32);
+  if (!is_leaf(v)) v = detach(v);
+  v.watch();
+  slot_->value.zero_grad();
+  slot_->value = std::move(v);
+}
+
+}  // namespace kiln::nn

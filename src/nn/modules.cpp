@@ -1,0 +1,233 @@
+// Module bookkeeping and the layers.
+#include <cmath>
+#include <sstream>
+
+#include "kiln/nn.hpp"
+#include "kiln/ops.hpp"
+#include "kiln/random.hpp"
+#include "kiln/windows.hpp"
+
+namespace kiln::nn {
+
+namespace {
+
+void require(bool ok, ErrorCode code, const std::string& message) {
+  if (!ok) throw Error(code, message);
+}
+
+void require_positive(const char* module, const char* what, std::int64_t v) {
+  require(v > 0, ErrorCode::illegal_dimension,
+          std::string("nn::") + module + ": " + what + " must be positive, got " +
+              std::to_string(v));
+}
+
+std::string count_string(std::int64_t n) {
+  std::string s = std::to_string(n), out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i != 0 && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- Module ---------------------------------------------------------------------------------------
+
+Parameter Module::register_parameter(std::string name, const Tensor& value) {
+  for (const auto& [n, p] : parameters_)
+    require(n != name, ErrorCode::invalid_select, "nn::Module: parameter '" + name +
+                                                      "' registered twice");
+  Parameter p(name, value);
+  parameters_.emplace_back(std::move(name), p);
+  return p;
+}
+
+void Module::register_module(std::string name, std::shared_ptr<Module> module) {
+  require(module != nullptr, ErrorCode::invalid_select,
+          "nn::Module: null module '" + name + "'");
+  module->train(training_);
+  children_.emplace_back(std::move(name), std::move(module));
+}
+
+std::vector<std::pair<std::string, Parameter>> Module::named_parameters() const {
+  std::vector<std::pair<std::string, Parameter>> out = parameters_;
+  for (const auto& [name, child] : children_)
+    for (auto& [n, p] : child->named_parameters()) out.emplace_back(name + "." + n, p);
+  return out;
+}
+
+std::vector<Parameter> Module::parameters() const {
+  std::vector<Parameter> out;
+  for (auto& [n, p] : named_parameters()) out.push_back(p);
+  return out;
+}
+
+std::int64_t Module::num_parameters() const {
+  std::int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() const {
+  for (const auto& p : parameters()) p.zero_grad();
+}
+
+void Module::summary_lines(const std::string& prefix, std::string& out) const {
+  std::int64_t own = 0;
+  for (const auto& [n, p] : parameters_) own += p.numel();
+  std::string line = (prefix.empty() ? std::string() : prefix + ": ") + describe();
+  if (own > 0) {
+    line.resize(std::max<std::size_t>(line.size() + 1, 48), ' ');
+    line += count_string(own) + " parameters";
+  }
+  out += line + "\n";
+  for (const auto& [name, child] : children_)
+    child->summary_lines(prefix.empty() ? "  " + name : prefix + "." + name, out);
+}
+
+std::string Module::summary() const {
+  std::string out;
+  summary_lines("", out);
+  out += "total: " + count_string(num_parameters()) + " parameters\n";
+  return out;
+}
+
+// ---- Linear ---------------------------------------------------------------------------------------
+
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool bias)
+    : in_(in_features), out_(out_features) {
+  require_positive("Linear", "in_features", in_features);
+  require_positive("Linear", "out_features", out_features);
+  // kaiming_uniform with a = sqrt(5) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as in PyTorch.
+  weight_ = register_parameter("weight", kaiming_uniform({in_, out_}, in_, std::sqrt(5.0)));
+  if (bias) {
+    const double b = 1.0 / std::sqrt(static_cast<double>(in_));
+    bias_ = register_parameter("bias", uniform({out_}, -b, b));
+  }
+}
+
+Tensor Linear::forward(const Tensor& x) {
+  require(x.defined() && x.rank() >= 1 && x.dim(-1) == in_, ErrorCode::incompatible_shapes,
+          "nn::Linear(" + std::to_string(in_) + " -> " + std::to_string(out_) +
+              "): input shape " + (x.defined() ? shape_to_string(x.shape()) : "<empty>") +
+              " does not end in " + std::to_string(in_));
+  Tensor y;
+  if (x.rank() == 1) {
+    y = matmul(x.unsqueeze(0), weight_.value()).squeeze(0);
+  } else {
+    y = matmul(x, weight_.value());
+  }
+  return bias_.defined() ? y + bias_.value() : y;
+}
+
+std::string Linear::describe() const {
+  return "Linear(" + std::to_string(in_) + " -> " + std::to_string(out_) +
+         (bias_.defined() ? ", bias)" : ", no bias)");
+}
+
+// ---- Conv2d ---------------------------------------------------------------------------------------
+
+Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
+               std::int64_t stride, std::int64_t padding, bool bias)
+    : in_(in_channels), out_(out_channels), kernel_(kernel_size), stride_(stride),
+      padding_(padding) {
+  require_positive("Conv2d", "in_channels", in_channels);
+  require_positive("Conv2d", "out_channels", out_channels);
+  require_positive("Conv2d", "kernel_size", kernel_size);
+  require_positive("Conv2d", "stride", stride);
+  if (padding_ == same_padding) {
+    require(kernel_ % 2 == 1, ErrorCode::illegal_dimension,
+            "nn::Conv2d: same padding needs an odd kernel size, got " + std::to_string(kernel_));
+    padding_ = kernel_ / 2;
+  }
+  require(padding_ >= 0, ErrorCode::illegal_dimension,
+          "nn::Conv2d: padding must be >= 0 or same_padding, got " + std::to_string(padding));
+  const std::int64_t fan_in = in_ * kernel_ * kernel_;
+  weight_ = register_parameter(
+      "weight", kaiming_uniform({out_, in_, kernel_, kernel_}, fan_in, std::sqrt(5.0)));
+  if (bias) {
+    const double b = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    bias_ = register_parameter("bias", uniform({out_}, -b, b));
+  }
+}
+
+Tensor Conv2d::forward(const Tensor& x) {
+  Conv2dOptions o;
+  o.stride = {stride_, stride_};
+  o.padding = {padding_, padding_};
+  return conv2d(x, weight_.value(), bias_.defined() ? bias_.value() : Tensor(), o);
+}
+
+std::string Conv2d::describe() const {
+  return "Conv2d(" + std::to_string(in_) + " -> " + std::to_string(out_) + ", " +
+         std::to_string(kernel_) + "x" + std::to_string(kernel_) + ", stride " +
+         std::to_string(stride_) + ", padding " + std::to_string(padding_) +
+         (bias_.defined() ? ", bias)" : ", no bias)");
+}
+
+// ---- MaxPool2d, ReLU, Flatten, Dropout ------------------------------------------------------------
+
+MaxPool2d::MaxPool2d(std::int64_t kernel_size, std::int64_t stride)
+    : kernel_(kernel_size), stride_(stride == 0 ? kernel_size : stride) {
+  require_positive("MaxPool2d", "kernel_size", kernel_size);
+  require_positive("MaxPool2d", "stride", stride_);
+}
+
+Tensor MaxPool2d::forward(const Tensor& x) {
+  Pool2dOptions o;
+  o.stride = {stride_, stride_};
+  return max_pool2d(x, {kernel_, kernel_}, o);
+}
+
+std::string MaxPool2d::describe() const {
+  return "MaxPool2d(" + std::to_string(kernel_) + "x" + std::to_string(kernel_) + ", stride " +
+         std::to_string(stride_) + ")";
+}
+
+Tensor ReLU::forward(const Tensor& x) { return relu(x); }
+
+Tensor Flatten::forward(const Tensor& x) {
+  require(x.defined() && x.rank() >= 1, ErrorCode::illegal_dimensionality,
+          "nn::Flatten: needs a tensor with a batch dimension");
+  return x.rank() == 2 ? x : x.reshape({x.dim(0), -1});
+}
+
+Dropout::Dropout(double p) : p_(p) {
+  require(p >= 0.0 && p <= 1.0, ErrorCode::invalid_select,
+          "nn::Dropout: probability " + std::to_string(p) + " outside [0, 1]");
+}
+
+Tensor Dropout::forward(const Tensor& x) {
+  if (!is_training() || p_ == 0.0) return x;
+  if (p_ == 1.0) return x * scalar(0).convert(x.dtype());
+  const Tensor kept = dropout(x, p_, next_seed());
+  const double scale = 1.0 / (1.0 - p_);
+  return x.dtype() == DType::f32 ? kept * static_cast<float>(scale) : kept * scale;
+}
+
+std::string Dropout::describe() const {
+  std::ostringstream s;
+  s << "Dropout(p = " << p_ << ")";
+  return s.str();
+}
+
+// ---- Sequential -----------------------------------------------------------------------------------
+
+Sequential& Sequential::add(std::shared_ptr<Module> module) {
+  register_module(std::to_string(size()), std::move(module));
+  return *this;
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (const auto& [name, child] : children()) y = (*child)(y);
+  return y;
+}
+
+}  // namespace kiln::nn

@@ -1,0 +1,179 @@
+// Losses and optimisers.
+#include <cmath>
+
+#include "kiln/activations.hpp"
+#include "kiln/autodiff.hpp"
+#include "kiln/nn.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln::nn {
+
+// ---- losses ---------------------------------------------------------------------------------------
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
+  return kiln::cross_entropy(logits, labels);
+}
+
+Tensor mse(const Tensor& prediction, const Tensor& target) {
+  if (!prediction.defined() || !target.defined())
+    throw Error(ErrorCode::illegal_dimension, "nn::mse: empty tensor handle");
+  if (prediction.shape() != target.shape())
+    throw Error(ErrorCode::incompatible_shapes,
+                "nn::mse: prediction " + shape_to_string(prediction.shape()) + " and target " +
+                    shape_to_string(target.shape()) + " differ");
+  return mean(square(prediction - target));
+}
+
+Tensor correct_count(const Tensor& logits, const Tensor& labels) {
+  if (!logits.defined() || !labels.defined() || logits.rank() != 2 || labels.rank() != 1 ||
+      labels.dim(0) != logits.dim(0))
+    throw Error(ErrorCode::incompatible_shapes,
+                "nn::correct_count: needs logits [N, C] and labels [N], got " +
+                    (logits.defined() ? shape_to_string(logits.shape()) : "<empty>") + " and " +
+                    (labels.defined() ? shape_to_string(labels.shape()) : "<empty>"));
+  return sum(convert(equal(argmax(logits, 1), convert(labels, DType::i64)), DType::i64));
+}
+
+Tensor accuracy(const Tensor& logits, const Tensor& labels) {
+  return convert(correct_count(logits, labels), DType::f64) /
+         static_cast<double>(std::max<std::int64_t>(1, logits.dim(0)));
+}
+
+// ---- Optimizer ------------------------------------------------------------------------------------
+
+Optimizer::Optimizer(std::vector<Parameter> parameters) : parameters_(std::move(parameters)) {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (!parameters_[i].defined())
+      throw Error(ErrorCode::illegal_dimension,
+                  "nn::Optimizer: parameter " + std::to_string(i) + " is an empty handle");
+    for (std::size_t j = 0; j < i; ++j)
+      if (parameters_[i].same_slot(parameters_[j]))
+        throw Error(ErrorCode::invalid_select, "nn::Optimizer: parameter '" +
+                                                   parameters_[i].name() + "' is listed twice");
+  }
+}
+
+void Optimizer::zero_grad() const {
+  for (const auto& p : parameters_) p.zero_grad();
+}
+
+void Optimizer::step() {
+  std::vector<Tensor> grads;
+  for (const auto& p : parameters_) grads.push_back(p.grad());
+  apply(grads, Tensor());
+}
+
+void Optimizer::step(const Tensor& loss) {
+  if (!loss.defined()) throw Error(ErrorCode::illegal_derive, "nn::Optimizer::step: empty loss");
+  if (loss.numel() != 1)
+    throw Error(ErrorCode::illegal_derive, "nn::Optimizer::step: the loss must have one element, "
+                                           "got shape " + shape_to_string(loss.shape()));
+  std::vector<Tensor> values;
+  for (const auto& p : parameters_) values.push_back(p.value());
+  std::vector<Tensor> grads = gradients(loss, values);
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const Tensor old = parameters_[i].grad();
+    if (old.defined()) grads[i] = grads[i] + old;
+  }
+  apply(grads, loss);
+}
+
+void Optimizer::apply(const std::vector<Tensor>& grads, const Tensor& loss) {
+  begin_step();
+  ++steps_;
+  std::vector<Tensor> targets;
+  if (loss.defined()) targets.push_back(loss);
+  struct Pending {
+    std::size_t index;
+    std::size_t first;  // position of the new value in targets; its state follows
+    std::size_t states;
+  };
+  std::vector<Pending> pending;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const Tensor& value = parameters_[i].value();
+    const Tensor g = grads[i].dtype() == DType::f32 ? grads[i] : convert(grads[i], DType::f32);
+    std::vector<Tensor> state;
+    Tensor updated = update(i, value, g, state);
+    pending.push_back({i, targets.size(), state.size()});
+    targets.push_back(std::move(updated));
+    for (auto& s : state) targets.push_back(std::move(s));
+  }
+  eval_all(targets);  // the forward and backward pass (for step(loss)) and all updates at once
+  for (const Pending& p : pending) {
+    parameters_[p.index].set(detach(targets[p.first]));
+    std::vector<Tensor> state;
+    for (std::size_t k = 0; k < p.states; ++k) state.push_back(detach(targets[p.first + 1 + k]));
+    commit_state(p.index, std::move(state));
+  }
+}
+
+// ---- SGD ------------------------------------------------------------------------------------------
+
+SGD::SGD(std::vector<Parameter> parameters, SGDOptions options)
+    : Optimizer(std::move(parameters)), options_(options),
+      momentum_(this->parameters().size()) {
+  if (!(options_.lr >= 0) || !(options_.momentum >= 0) || !(options_.weight_decay >= 0))
+    throw Error(ErrorCode::invalid_select,
+                "nn::SGD: lr, momentum and weight_decay must be >= 0");
+  if (options_.nesterov && options_.momentum == 0)
+    throw Error(ErrorCode::invalid_select, "nn::SGD: nesterov needs a momentum");
+}
+
+Tensor SGD::update(std::size_t i, const Tensor& value, const Tensor& grad,
+                   std::vector<Tensor>& state_out) {
+  const float lr = static_cast<float>(options_.lr);
+  const float mu = static_cast<float>(options_.momentum);
+  Tensor g = grad;
+  if (options_.weight_decay != 0)
+    g = g + value * static_cast<float>(options_.weight_decay);
+  if (options_.momentum != 0) {
+    const Tensor buf = momentum_[i].defined() ? momentum_[i] * mu + g : g;
+    state_out.push_back(buf);
+    g = options_.nesterov ? g + buf * mu : buf;
+  }
+  return value - g * lr;
+}
+
+void SGD::commit_state(std::size_t i, std::vector<Tensor> state) {
+  if (!state.empty()) momentum_[i] = std::move(state[0]);
+}
+
+// ---- Adam -----------------------------------------------------------------------------------------
+
+Adam::Adam(std::vector<Parameter> parameters, AdamOptions options)
+    : Optimizer(std::move(parameters)), options_(options), m_(this->parameters().size()),
+      v_(this->parameters().size()) {
+  const auto& o = options_;
+  if (!(o.lr >= 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
+      !(o.eps >= 0) || !(o.weight_decay >= 0))
+    throw Error(ErrorCode::invalid_select,
+                "nn::Adam: needs lr >= 0, 0 <= beta1, beta2 < 1, eps >= 0, weight_decay >= 0");
+}
+
+Tensor Adam::update(std::size_t i, const Tensor& value, const Tensor& grad,
+                    std::vector<Tensor>& state_out) {
+  const auto& o = options_;
+  const double t = static_cast<double>(t_);
+  const double bc1 = 1.0 - std::pow(o.beta1, t);
+  const double bc2 = 1.0 - std::pow(o.beta2, t);
+  Tensor g = grad;
+  if (o.weight_decay != 0) g = g + value * static_cast<float>(o.weight_decay);
+  const float b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
+  const Tensor gm = g * (1.0f - b1);
+  const Tensor gv = square(g) * (1.0f - b2);
+  const Tensor m = m_[i].defined() ? m_[i] * b1 + gm : gm;
+  const Tensor v = v_[i].defined() ? v_[i] * b2 + gv : gv;
+  state_out.push_back(m);
+  state_out.push_back(v);
+  const Tensor denom = sqrt(v) * static_cast<float>(1.0 / std::sqrt(bc2)) +
+                       static_cast<float>(o.eps);
+  return value - m * static_cast<float>(o.lr / bc1) / denom;
+}
+
+void Adam::commit_state(std::size_t i, std::vector<Tensor> state) {
+  m_[i] = std::move(state[0]);
+  v_[i] = std::move(state[1]);
+}
+
+}  // namespace kiln::nn
