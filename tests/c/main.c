@@ -13,12 +13,6 @@ const char *__asan_default_options(void) {
   return "allocator_may_return_null=1:detect_leaks=1";
 }
 
-/* A known leak outside the C API, in the CPU executor (src/exec/cpu/cpu_executor.cpp,
- * run_reduce): its block-scope `thread_local std::vector<T> chunk` is used by the pool's worker
- * threads, which never pass its declaration, so their copies are never constructed nor destroyed
- * and leak their buffers when the threads end. Remove this once that is fixed. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:run_reduce\n"; }
 
 void kt_fail(const char *file, int line, const char *what) {
   ++kt_failures;

@@ -137,10 +137,14 @@ Program compile(const std::vector<Node*>& body) {
 // Per-thread registers and conversion scratch.
 struct Registers {
   std::vector<std::vector<std::int64_t>> regs;  // int64 storage keeps 8-byte alignment
+  std::vector<const void*> values;  // where each register's current values are: its storage,
+                                    // or the source buffer itself for a plain load
   std::vector<std::int64_t> scratch[3];
   void* reg(int i) { return regs[i].data(); }
+  const void* value(int i) const { return values[i]; }
   void prepare(std::size_t count) {
     if (regs.size() < count) regs.resize(count);
+    if (values.size() < count) values.resize(count);
     for (auto& r : regs)
       if (r.size() < kChunk) r.resize(kChunk);
     for (auto& s : scratch)
@@ -168,9 +172,9 @@ void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
     const int a = s.args[i];
     const DType want = node.info().kind == OpKind::ternary && i == 0 ? s.arg_types[i] : s.compute;
     if (s.arg_types[i] == want) {
-      args[i] = r.reg(a);
+      args[i] = r.value(a);
     } else {
-      convert_values(r.reg(a), s.arg_types[i], r.scratch[i].data(), want, n);
+      convert_values(r.value(a), s.arg_types[i], r.scratch[i].data(), want, n);
       args[i] = r.scratch[i].data();
     }
   }
@@ -238,10 +242,20 @@ void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t 
   for (std::size_t i = 0; i < p.code.size(); ++i) {
     const Instruction& ins = p.code[i];
     if (ins.load >= 0) {
-      p.sources[ins.load].read(start, n, r.reg(ins.out), p.source_types[ins.load]);
+      // A plain load needs no copy: the steps read the source buffer itself.
+      const Source& src = p.sources[ins.load];
+      const void* direct = src.dtype() == p.source_types[ins.load] ? src.contiguous(start) : nullptr;
+      if (direct != nullptr) {
+        r.values[ins.out] = direct;
+      } else {
+        src.read(start, n, r.reg(ins.out), p.source_types[ins.load]);
+        r.values[ins.out] = r.reg(ins.out);
+      }
     } else {
       const bool last = i + 1 == p.code.size();
-      run_step(ins.step, r, last && out ? out : r.reg(ins.out), n);
+      void* target = last && out ? out : r.reg(ins.out);
+      run_step(ins.step, r, target, n);
+      r.values[ins.out] = target;
     }
   }
 }
@@ -252,12 +266,20 @@ struct Producer {
   const Source* source = nullptr;
   DType type;
   // Writes positions [start, start + n) converted to `as` into `out` (n <= kChunk).
+  // The values at [start, start + n) as type T: read in place when the input is a plain buffer
+  // of that type, else produced into `scratch`.
+  template <class T> const T* values(std::int64_t start, std::int64_t n, T* scratch) const {
+    if (source && source->dtype() == dtype_of_v<T>)
+      if (const void* direct = source->contiguous(start)) return static_cast<const T*>(direct);
+    produce(start, n, scratch, dtype_of_v<T>);
+    return scratch;
+  }
   void produce(std::int64_t start, std::int64_t n, void* out, DType as) const {
     if (source) return source->read(start, n, out, as);
     Registers& r = thread_registers();
     if (as == type) return run_chunk(*program, r, start, n, out);
     run_chunk(*program, r, start, n, nullptr);
-    convert_values(r.reg(program->result), type, out, as, n);
+    convert_values(r.value(program->result), type, out, as, n);
   }
 };
 
@@ -455,14 +477,13 @@ void run_reduce(const Kernel& k) {
   dispatch(value_type, [&]<class T>() {
     dispatch(root.dtype, [&]<class O>() {
       O* o = out->as<O>();
-      thread_local std::vector<T> chunk;
       if (inner == 1) {
         // Each output reduces a contiguous run of `reduced` values; with few outputs the runs
         // themselves are split over the threads.
         const std::int64_t parts = outer >= thread_count() ? 1 : std::max<std::int64_t>(1, std::min<std::int64_t>(thread_count() * 4, reduced / (16 * kChunk)));
         std::vector<Accumulator<T>> partial(static_cast<std::size_t>(outer * parts), Accumulator<T>{root.op});
         parallel_for(outer * parts, 1, [&](std::int64_t begin, std::int64_t end) {
-          chunk.resize(kChunk);
+          std::vector<T> chunk(kChunk);
           for (std::int64_t w = begin; w < end; ++w) {
             const std::int64_t row = w / parts, part = w % parts;
             const std::int64_t from = reduced * part / parts, to = reduced * (part + 1) / parts;
@@ -470,8 +491,7 @@ void run_reduce(const Kernel& k) {
             acc.start();
             for (std::int64_t s = from; s < to; s += kChunk) {
               const std::int64_t n = std::min(kChunk, to - s);
-              producer.produce(row * reduced + s, n, chunk.data(), value_type);
-              acc.add(chunk.data(), n, s);
+              acc.add(producer.values<T>(row * reduced + s, n, chunk.data()), n, s);
             }
           }
         });
@@ -486,7 +506,7 @@ void run_reduce(const Kernel& k) {
       // values spaced `inner` apart; blocks of columns go to different threads.
       const std::int64_t column_blocks = (inner + kChunk - 1) / kChunk;
       parallel_for(outer * column_blocks, 1, [&](std::int64_t begin, std::int64_t end) {
-        chunk.resize(kChunk);
+        std::vector<T> chunk(kChunk);
         std::vector<Accumulator<T>> acc(kChunk, Accumulator<T>{root.op});
         std::vector<double> sums(kChunk);
         for (std::int64_t w = begin; w < end; ++w) {
@@ -501,11 +521,11 @@ void run_reduce(const Kernel& k) {
             for (std::int64_t j = 0; j < n; ++j) acc[j].start();
           }
           for (std::int64_t r = 0; r < reduced; ++r) {
-            producer.produce((row * reduced + r) * inner + c0, n, chunk.data(), value_type);
+            const T* v = producer.values<T>((row * reduced + r) * inner + c0, n, chunk.data());
             if (float_sum) {
-              for (std::int64_t j = 0; j < n; ++j) sums[j] += chunk[j];
+              for (std::int64_t j = 0; j < n; ++j) sums[j] += v[j];
             } else {
-              for (std::int64_t j = 0; j < n; ++j) acc[j].add(&chunk[j], 1, r);
+              for (std::int64_t j = 0; j < n; ++j) acc[j].add(&v[j], 1, r);
             }
           }
           for (std::int64_t j = 0; j < n; ++j) {
