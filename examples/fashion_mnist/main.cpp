@@ -49,8 +49,8 @@ void usage(std::ostream& os) {
         "  --threads N       CPU threads (default: all cores, or KILN_NUM_THREADS)\n"
         "  --seed N          seed for initialisation, shuffling and dropout (default 1)\n"
         "  --small           a smaller model: conv 8 and 16 channels, dense 128\n"
-        "  --limit N         train on the first N training images only\n"
-        "  --test-limit N    evaluate on the first N test images only\n"
+        "  --limit N         train on the first N training images only (0: all, the default)\n"
+        "  --test-limit N    evaluate on the first N test images only (0: all, the default)\n"
         "  --lr X            Adam's learning rate (default 0.001)\n"
         "  --data DIR        directory of the IDX files (default "
      << kiln::data::fashion_mnist_default_dir
@@ -87,8 +87,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--threads") o.threads = static_cast<int>(integer(i, 1));
     else if (a == "--seed") o.seed = static_cast<std::uint64_t>(integer(i, 0));
     else if (a == "--small") o.small = true;
-    else if (a == "--limit") o.limit = integer(i, 1);
-    else if (a == "--test-limit") o.test_limit = integer(i, 1);
+    else if (a == "--limit") o.limit = integer(i, 0);
+    else if (a == "--test-limit") o.test_limit = integer(i, 0);
     else if (a == "--lr") o.lr = std::atof(value(i).c_str());
     else if (a == "--data") o.data = value(i);
     else if (a == "--csv") o.csv = value(i);
@@ -203,9 +203,9 @@ int main(int argc, char** argv) {
 
     auto t0 = Clock::now();
     kiln::data::Dataset train = kiln::data::take(kiln::data::load_mnist_split(o.data, "train"),
-                                                 o.limit);
+                                                 o.limit > 0 ? o.limit : -1);
     kiln::data::Dataset test = kiln::data::take(kiln::data::load_mnist_split(o.data, "test"),
-                                                o.test_limit);
+                                                o.test_limit > 0 ? o.test_limit : -1);
     std::printf("Fashion-MNIST from %s: %lld training and %lld test images (%.1f s to load)\n",
                 o.data.c_str(), static_cast<long long>(train.size()),
                 static_cast<long long>(test.size()),
