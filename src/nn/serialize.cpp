@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -94,9 +95,11 @@ void save(const std::vector<std::pair<std::string, Parameter>>& parameters,
     put<std::uint32_t>(out, static_cast<std::uint32_t>(v.dtype()));
     put<std::uint32_t>(out, static_cast<std::uint32_t>(v.rank()));
     for (auto d : v.shape()) put<std::int64_t>(out, d);
-    const std::size_t at = out.size();
-    out.resize(at + static_cast<std::size_t>(v.numel()) * size_of(v.dtype()));
-    v.copy_to(out.data() + at, v.dtype());
+    // copy_to writes typed values, so it needs an aligned destination; names make `out` unaligned.
+    std::vector<std::byte> values(static_cast<std::size_t>(v.numel()) * size_of(v.dtype()));
+    v.copy_to(values.data(), v.dtype());
+    const char* raw = reinterpret_cast<const char*>(values.data());
+    out.insert(out.end(), raw, raw + values.size());
   }
   put<std::uint32_t>(out, crc_of(out.data(), out.size()));
 
