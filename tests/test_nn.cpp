@@ -198,7 +198,9 @@ TEST(NnModules, DropoutTrainingAndEvaluation) {
   const auto zeros = std::count(y.begin(), y.end(), 0.0f);
   EXPECT_NEAR(static_cast<double>(zeros) / y.size(), 0.4, 0.03);
   for (float v : y) {
-    if (v != 0.0f) EXPECT_NEAR(v, 2.0 / 0.6, 1e-5);  // 1/(1-p) rescaling
+    if (v != 0.0f) {
+      EXPECT_NEAR(v, 2.0 / 0.6, 1e-5);  // 1/(1-p) rescaling
+    }
   }
   double mean = std::accumulate(y.begin(), y.end(), 0.0) / y.size();
   EXPECT_NEAR(mean, 2.0, 0.1);  // expectation preserved

@@ -32,7 +32,10 @@ namespace kiln::nn {
 // ---- random initialisation ----------------------------------------------------------------------
 // nn draws every seed it needs (initialisation, dropout masks) from one generator, so a program
 // that calls manual_seed(s) first and then builds and trains a model the same way gets the same
-// numbers on every run. It is independent of kiln::manual_seed.
+// numbers on every run. It is independent of kiln::manual_seed. Modules draw their seeds when
+// they are constructed, so modules passed to one call (Sequential's constructor) draw them in the
+// order the compiler evaluates arguments (right to left with GCC); use Sequential::add for an
+// order that is the same with every compiler.
 void manual_seed(std::uint64_t seed);
 std::uint64_t next_seed();
 
