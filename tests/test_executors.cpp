@@ -1,0 +1,1455 @@
+// Differential tests of the executors. The reference executor (plain per-op code) is the oracle;
+// the CPU executor (fused elementwise chains, producers fused into reductions, SLEEF loops,
+// oneDNN/OpenBLAS matmul, threads) must compute the same values:
+// - 300 random graphs (elementwise ops, views, broadcasting, reductions, matmul, concat over all
+//   four dtypes) are built twice from the same seed and evaluated once with each executor;
+// - float matmul operands of many layouts (strided operands go to BLAS without a copy), and
+//   regression tests for the bugs the random graphs found;
+// - multi-consumer nodes, eval_all, reuse of evaluated intermediates, thread counts;
+// - a graph built by `x = x + y` a million times.
+// Each test restores the executor and thread count it found (ExecutorGuard).
+//
+// Tolerance. Integer results must be bit-identical. Float results may differ slightly: the CPU
+// executor uses SLEEF for transcendental functions where the reference uses libm (both within
+// about 1 ulp), oneDNN/OpenBLAS for float matmul, and float reductions may sum in a different
+// order (the CPU executor sums f32 rows in f32 lanes and splits long rows over threads; the
+// reference accumulates each output in one double). A float element passes when
+//     |cpu - ref| <= rtol * (|ref| + scale),   rtol = 1e-5 for f32, 1e-12 for f64,
+// where `scale` is the largest magnitude of any value in the graph (computed with the reference
+// executor), so that rounding differences in large intermediates that later cancel are allowed
+// for; an f64 result that depends on an inexactly computed f32 value gets f32's rtol. NaN must
+// meet NaN.
+// To keep the random graphs well conditioned the generator keeps values bounded (clamps after
+// products and powers, exp of clamped values, log/sqrt of abs()+1, pow of positive bases,
+// divisors away from 0). Ops that are discontinuous in their operands (comparisons, where's
+// condition, float to integer conversion, argmax/argmin) only get operands that both executors
+// compute bit-identically: integers, and floats computed only with correctly rounded ops
+// (+ - * / sqrt, min, max, abs, neg, relu, min/max reductions, views, concat, conversions).
+// Results built only from such ops ("exact" graphs) must also match bit for bit.
+//
+// On a mismatch the failure message shows the graph (kiln::graph_to_string) and its seed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+
+namespace {
+
+using kiln::DType;
+using kiln::Scalar;
+using kiln::Shape;
+using kiln::Tensor;
+using I64s = std::vector<std::int64_t>;
+
+constexpr DType kDTypes[] = {DType::i32, DType::i64, DType::f32, DType::f64};
+
+std::int64_t count_of(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream os;
+  os << "[";
+  for (std::size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+// `v` as a scalar of type t (so that it does not promote a tensor of type t).
+Scalar typed(double v, DType t) {
+  switch (t) {
+    case DType::i32: return Scalar(static_cast<std::int32_t>(v));
+    case DType::i64: return Scalar(static_cast<std::int64_t>(v));
+    case DType::f32: return Scalar(static_cast<float>(v));
+    case DType::f64: return Scalar(v);
+  }
+  return Scalar(v);
+}
+
+Tensor clamp(const Tensor& t, double lo, double hi) {
+  return kiln::minimum(kiln::maximum(t, typed(lo, t.dtype())), typed(hi, t.dtype()));
+}
+Tensor clamp(const Tensor& t, double bound) { return clamp(t, -bound, bound); }
+
+// Restores the executor and the thread count a test found.
+class ExecutorGuard {
+ public:
+  ExecutorGuard() : executor_(kiln::current_executor()), threads_(kiln::num_threads()) {}
+  ~ExecutorGuard() {
+    kiln::set_executor(executor_);
+    if (kiln::num_threads() != threads_) kiln::set_num_threads(threads_);
+  }
+  ExecutorGuard(const ExecutorGuard&) = delete;
+  ExecutorGuard& operator=(const ExecutorGuard&) = delete;
+
+ private:
+  std::shared_ptr<kiln::Executor> executor_;
+  int threads_;
+};
+
+// The two executors, named.
+std::vector<std::pair<const char*, std::shared_ptr<kiln::Executor>>> executors() {
+  return {{"reference", kiln::reference_executor()}, {"cpu", kiln::cpu_executor()}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading and comparing results
+// ---------------------------------------------------------------------------------------------
+
+struct Values {
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<std::int64_t> ints;  // integer dtypes
+  std::vector<double> floats;      // float dtypes (f32 converts to double exactly)
+};
+
+Values read(const Tensor& t) {
+  Values v{t.dtype(), t.shape(), {}, {}};
+  if (kiln::is_integer(t.dtype()))
+    v.ints = t.to_vector<std::int64_t>();
+  else
+    v.floats = t.to_vector<double>();
+  return v;
+}
+
+// The largest finite magnitude among `values`.
+double magnitude(const Values& v) {
+  double m = 0;
+  for (auto x : v.ints) m = std::max(m, std::abs(static_cast<double>(x)));
+  for (auto x : v.floats)
+    if (std::isfinite(x)) m = std::max(m, std::abs(x));
+  return m;
+}
+
+double rtol_of(DType t) { return t == DType::f32 ? 1e-5 : 1e-12; }
+
+// The tolerance for a result computed by the graph of `nodes`: f64 results that depend on an f32
+// value computed with rounding differences (a function, a power, a float reduction or matmul
+// in f32) carry f32's error and get f32's tolerance.
+double rtol_for(DType result, const std::vector<Tensor>& nodes) {
+  static const std::string_view kInexact[] = {"exp", "log", "sin",  "tanh", "sigmoid",
+                                              "pow", "sum", "prod", "mean", "matmul"};
+  for (const Tensor& n : nodes)
+    if (n.dtype() == DType::f32 &&
+        std::find(std::begin(kInexact), std::end(kInexact), n.op_name()) != std::end(kInexact))
+      return rtol_of(DType::f32);
+  return rtol_of(result);
+}
+
+// Empty when `got` matches `ref` (see the tolerance at the top of the file); otherwise a
+// description of the first mismatches. `exact`: float values must match bit for bit as well.
+std::string compare(const Values& ref, const Values& got, bool exact, double scale, double rtol,
+                    const char* ref_name = "reference", const char* got_name = "cpu") {
+  std::ostringstream os;
+  if (ref.dtype != got.dtype || ref.shape != got.shape) {
+    os << "type/shape differ: " << ref_name << " " << kiln::dtype_name(ref.dtype)
+       << shape_str(ref.shape) << ", " << got_name << " " << kiln::dtype_name(got.dtype)
+       << shape_str(got.shape);
+    return os.str();
+  }
+  int bad = 0;
+  if (kiln::is_integer(ref.dtype)) {
+    for (std::size_t i = 0; i < ref.ints.size(); ++i)
+      if (ref.ints[i] != got.ints[i] && bad++ < 8)
+        os << "  [" << i << "] " << ref_name << " " << ref.ints[i] << ", " << got_name << " "
+           << got.ints[i] << "\n";
+  } else {
+    if (exact) rtol = 0;
+    for (std::size_t i = 0; i < ref.floats.size(); ++i) {
+      const double r = ref.floats[i], g = got.floats[i];
+      bool ok;
+      if (std::isnan(r) || std::isnan(g))
+        ok = std::isnan(r) && std::isnan(g);
+      else if (std::isinf(r) || std::isinf(g))
+        ok = r == g;
+      else
+        ok = r == g || std::abs(r - g) <= rtol * (std::abs(r) + scale);
+      if (!ok && bad++ < 8) {
+        os.precision(17);
+        os << "  [" << i << "] " << ref_name << " " << r << ", " << got_name << " " << g
+           << " (diff " << std::abs(r - g) << ")\n";
+      }
+    }
+  }
+  if (bad == 0) return {};
+  std::ostringstream head;
+  head << bad << " of " << count_of(ref.shape) << " elements differ ("
+       << kiln::dtype_name(ref.dtype) << shape_str(ref.shape) << (exact ? ", exact" : "")
+       << ", scale " << scale << "):\n"
+       << os.str();
+  return head.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The random graph generator. It works top-down: make(depth, shape, dtype) returns an expression
+// of exactly that shape and type, choosing an op and generating its operands with the shapes
+// and types the op needs. All choices come from the generator's own std::mt19937 and never from
+// computed values, so two generators with the same seed build identical graphs.
+// ---------------------------------------------------------------------------------------------
+
+struct Expr {
+  Tensor t;
+  bool exact;  // both executors compute these values bit-identically
+};
+
+// An operand shape that broadcasts to a target shape, and whether to mark it for inverse
+// broadcasting.
+struct OperandShape {
+  Shape shape;
+  bool inverse = false;
+};
+
+class GraphGen {
+ public:
+  // `budget`: the most elements of any tensor in the graph; `max_dim`: the largest size of a
+  // dimension the generator invents (reduced dimensions, matmul's inner dimension).
+  GraphGen(std::uint32_t seed, std::int64_t budget, std::int64_t max_dim)
+      : rng_(seed), budget_(budget), max_dim_(max_dim) {}
+
+  Expr make(int depth, const Shape& shape, DType dtype, bool exact) {
+    Expr e = build(depth, shape, dtype, exact);
+    if (e.t.shape() != shape || e.t.dtype() != dtype || (exact && !e.exact))
+      throw std::logic_error("generator bug: wanted " + std::string(kiln::dtype_name(dtype)) +
+                             shape_str(shape) + (exact ? " exact" : "") + ", built " +
+                             kiln::dtype_name(e.t.dtype()) + shape_str(e.t.shape()) + " by " +
+                             std::string(e.t.op_name()));
+    pool_.push_back(e);
+    return e;
+  }
+
+  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  DType any_dtype() { return kDTypes[uniform(0, 3)]; }
+  // A type that promotes with `t` to `t`.
+  DType dtype_upto(DType t) { return chance(0.6) ? t : kDTypes[uniform(0, static_cast<int>(t))]; }
+
+ private:
+  Expr build(int depth, const Shape& shape, DType dtype, bool exact) {
+    // Reuse an expression built before: nodes with several consumers.
+    if (!pool_.empty() && chance(0.12)) {
+      std::vector<const Expr*> fits;
+      for (const Expr& e : pool_)
+        if (e.t.shape() == shape && e.t.dtype() == dtype && (e.exact || !exact)) fits.push_back(&e);
+      if (!fits.empty()) return *fits[static_cast<std::size_t>(uniform(0, int(fits.size()) - 1))];
+    }
+    if (depth <= 0 || count_of(shape) > budget_) return leaf(shape, dtype);
+    // Op families: unary, binary, comparison, where, convert, view, reduction, matmul, concat.
+    // Float graphs lean on the float-valued ops (the others often need exact operands).
+    static const std::vector<double> kIntWeights{2, 3, 1, 1, 1, 2, 2, 1, 1};
+    static const std::vector<double> kFloatWeights{4, 3, 0.5, 1, 1, 2, 2, 1, 1};
+    const auto& weights = kiln::is_float(dtype) && !exact ? kFloatWeights : kIntWeights;
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      std::optional<Expr> e;
+      switch (std::discrete_distribution<int>(weights.begin(), weights.end())(rng_)) {
+        case 0: e = unary(depth, shape, dtype, exact); break;
+        case 1: e = binary(depth, shape, dtype, exact); break;
+        case 2: e = comparison(depth, shape, dtype); break;
+        case 3: e = where(depth, shape, dtype, exact); break;
+        case 4: e = convert(depth, shape, dtype, exact); break;
+        case 5: e = view(depth, shape, dtype, exact); break;
+        case 6: e = reduction(depth, shape, dtype, exact); break;
+        case 7: e = matmul(depth, shape, dtype, exact); break;
+        default: e = concat(depth, shape, dtype, exact); break;
+      }
+      if (e) return *e;
+    }
+    return leaf(shape, dtype);
+  }
+
+  Expr leaf(const Shape& shape, DType dtype) {
+    const auto n = static_cast<std::size_t>(count_of(shape));
+    // Floats in [-2, 2], with some small integers among them (ties for argmax, exact zeros).
+    auto real = [&] {
+      if (chance(0.1)) return static_cast<double>(uniform(-2, 2));
+      return std::uniform_real_distribution<double>(-2, 2)(rng_);
+    };
+    switch (dtype) {
+      case DType::f32: {
+        std::vector<float> v(n);
+        for (auto& x : v) x = static_cast<float>(real());
+        return {Tensor::from(v, shape), true};
+      }
+      case DType::f64: {
+        std::vector<double> v(n);
+        for (auto& x : v) x = real();
+        return {Tensor::from(v, shape), true};
+      }
+      case DType::i32: {
+        std::vector<std::int32_t> v(n);
+        for (auto& x : v) x = uniform(-6, 6);
+        return {Tensor::from(v, shape), true};
+      }
+      case DType::i64: {
+        std::vector<std::int64_t> v(n);
+        for (auto& x : v) x = uniform(-6, 6);
+        return {Tensor::from(v, shape), true};
+      }
+    }
+    throw std::logic_error("dtype");
+  }
+
+  // A dimension size in [1, min(max_dim_, limit)].
+  std::int64_t dim_upto(std::int64_t limit) {
+    const std::int64_t hi = std::max<std::int64_t>(1, std::min(max_dim_, limit));
+    return std::uniform_int_distribution<std::int64_t>(1, hi)(rng_);
+  }
+
+  // A random shape with `count` elements (count > 0).
+  Shape factorization(std::int64_t count) {
+    std::vector<std::int64_t> primes;
+    for (std::int64_t p = 2; p * p <= count; ++p)
+      while (count % p == 0) {
+        primes.push_back(p);
+        count /= p;
+      }
+    if (count > 1) primes.push_back(count);
+    const int rank = uniform(primes.empty() ? 0 : 1, 4);
+    Shape s(static_cast<std::size_t>(rank), 1);
+    for (auto p : primes) s[static_cast<std::size_t>(uniform(0, rank - 1))] *= p;
+    return s;
+  }
+
+  // Operand shapes for a binary op with result `shape`: the same shape, a normally broadcast
+  // one (a suffix with some dimensions 1), an inversely broadcast one (a prefix), or two shapes
+  // that broadcast each other.
+  std::pair<OperandShape, OperandShape> broadcast_pair(const Shape& shape) {
+    const int rank = static_cast<int>(shape.size());
+    OperandShape full{shape, false}, other{shape, false};
+    switch (uniform(0, 4)) {
+      case 0: break;
+      case 1:
+      case 2: {  // normal: a suffix, some dimensions 1
+        const int len = uniform(0, rank);
+        other.shape.assign(shape.end() - len, shape.end());
+        for (auto& d : other.shape)
+          if (chance(0.3)) d = 1;
+        break;
+      }
+      case 3: {  // inverse: a prefix, some dimensions 1
+        if (rank == 0) break;
+        const int len = uniform(1, rank);
+        other.shape.assign(shape.begin(), shape.begin() + len);
+        for (auto& d : other.shape)
+          if (chance(0.3)) d = 1;
+        // Unmarked, normal alignment is tried first: leave the mark off only where normal
+        // broadcasting is impossible.
+        bool normal_fits = true;
+        for (int i = 0; i < len; ++i) {
+          const auto p = other.shape[i], s = shape[rank - len + i];
+          if (p != s && p != 1 && s != 1) normal_fits = false;
+        }
+        other.inverse = normal_fits || chance(0.5);
+        break;
+      }
+      default: {  // each operand has 1 where the other has the full size
+        for (int i = 0; i < rank; ++i) {
+          if (chance(0.3))
+            full.shape[i] = 1;
+          else if (chance(0.4))
+            other.shape[i] = 1;
+        }
+        break;
+      }
+    }
+    if (chance(0.5)) std::swap(full, other);
+    return {full, other};
+  }
+
+  static Tensor marked(const Tensor& t, const OperandShape& s) {
+    return s.inverse ? t.inverse_broadcast() : t;
+  }
+
+  std::optional<Expr> unary(int depth, const Shape& shape, DType dtype, bool exact) {
+    const int d = depth - 1;
+    if (kiln::is_integer(dtype)) {
+      const Expr x = make(d, shape, dtype, exact);
+      switch (uniform(0, 3)) {
+        case 0: return Expr{kiln::neg(x.t), x.exact};
+        case 1: return Expr{kiln::abs(x.t), x.exact};
+        case 2: return Expr{kiln::square(clamp(x.t, 100)), x.exact};
+        default: return Expr{kiln::relu(x.t), x.exact};
+      }
+    }
+    // Mostly the float-valued functions (sqrt is the only correctly rounded one).
+    const int op = exact ? uniform(0, 4) : chance(0.6) ? uniform(4, 9) : uniform(0, 3);
+    // Float-valued functions of integer tensors give f64.
+    DType from = dtype;
+    if (op >= 4 && dtype == DType::f64 && chance(0.25))
+      from = chance(0.5) ? DType::i32 : DType::i64;
+    const Expr x = make(d, shape, from, exact);
+    const Tensor& t = x.t;
+    switch (op) {
+      case 0: return Expr{-t, x.exact};
+      case 1: return Expr{kiln::abs(t), x.exact};
+      case 2: return Expr{kiln::square(clamp(t, 7)), x.exact};
+      case 3: return Expr{kiln::relu(t), x.exact};
+      case 4: return Expr{kiln::sqrt(kiln::abs(t) + typed(1, from)), x.exact};  // correctly rounded
+      case 5: return Expr{kiln::exp(clamp(t, 3)), false};
+      case 6: return Expr{kiln::log(kiln::abs(t) + typed(1, from)), false};
+      case 7: return Expr{kiln::sin(t), false};
+      case 8: return Expr{kiln::tanh(t), false};
+      default: return Expr{kiln::sigmoid(t), false};
+    }
+  }
+
+  std::optional<Expr> binary(int depth, const Shape& shape, DType dtype, bool exact) {
+    const int d = depth - 1;
+    const bool flt = kiln::is_float(dtype);
+    const int op = uniform(0, exact && flt ? 5 : 6);  // float pow is not exact
+    DType da = dtype, db = dtype_upto(dtype);
+    if (chance(0.5)) std::swap(da, db);
+    const auto [sa, sb] = broadcast_pair(shape);
+    const Expr a = make(d, sa.shape, da, exact);
+    const Expr b = make(uniform(0, d), sb.shape, db, exact);
+    const Tensor x = marked(a.t, sa), y = marked(b.t, sb);
+    const bool ex = a.exact && b.exact;
+    switch (op) {
+      case 0: return Expr{x + y, ex};
+      case 1: return Expr{x - y, ex};
+      case 2: return Expr{clamp(x * y, flt ? 50 : 1000), ex};
+      case 3: {
+        if (!flt) return Expr{x / y, ex};  // truncates; a division by 0 gives 0
+        // Divisors at least 0.5 (or 1 for integer divisors) away from 0.
+        const Tensor den = kiln::abs(b.t) + typed(kiln::is_float(db) ? 0.5 : 1, db);
+        return Expr{x / marked(den, sb), ex};
+      }
+      case 4: return Expr{kiln::minimum(x, y), ex};
+      case 5: return Expr{kiln::maximum(x, y), ex};
+      default: {
+        if (!flt)
+          return Expr{kiln::pow(marked(clamp(a.t, 3), sa), marked(clamp(b.t, -1, 5), sb)), ex};
+        // A positive base, a moderate exponent.
+        const Tensor base = clamp(kiln::abs(a.t) + typed(kiln::is_float(da) ? 0.5 : 1, da), 20);
+        const Tensor exponent = clamp(b.t, 2);
+        return Expr{clamp(kiln::pow(marked(base, sa), marked(exponent, sb)), 50), false};
+      }
+    }
+  }
+
+  // Comparisons give i32; compare() gives any type. Their operands must be exact.
+  std::optional<Expr> comparison(int depth, const Shape& shape, DType dtype) {
+    const int d = depth - 1;
+    const auto [sa, sb] = broadcast_pair(shape);
+    const Expr a = make(d, sa.shape, any_dtype(), true);
+    const Expr b = make(uniform(0, d), sb.shape, any_dtype(), true);
+    const Tensor x = marked(a.t, sa), y = marked(b.t, sb);
+    const int op = uniform(0, 5);
+    if (dtype != DType::i32) {
+      const auto which = static_cast<kiln::Comparison>(op);
+      return Expr{
+          kiln::compare(x, y, which, typed(uniform(-3, 3), dtype), typed(uniform(-3, 3), dtype)),
+          true};
+    }
+    switch (op) {
+      case 0: return Expr{kiln::less(x, y), true};
+      case 1: return Expr{kiln::greater(x, y), true};
+      case 2: return Expr{kiln::equal(x, y), true};
+      case 3: return Expr{kiln::less_equal(x, y), true};
+      case 4: return Expr{kiln::greater_equal(x, y), true};
+      default: return Expr{kiln::not_equal(x, y), true};
+    }
+  }
+
+  std::optional<Expr> where(int depth, const Shape& shape, DType dtype, bool exact) {
+    const int d = depth - 1;
+    // The condition broadcasts normally to the values' shape.
+    Shape cs = shape;
+    cs.erase(cs.begin(), cs.begin() + uniform(0, static_cast<int>(shape.size())));
+    for (auto& s : cs)
+      if (chance(0.2)) s = 1;
+    const Expr c = make(uniform(0, d), cs, any_dtype(), true);
+    DType da = dtype, db = dtype_upto(dtype);
+    if (chance(0.5)) std::swap(da, db);
+    const auto [sa, sb] = broadcast_pair(shape);
+    const Expr a = make(d, sa.shape, da, exact);
+    const Expr b = make(uniform(0, d), sb.shape, db, exact);
+    return Expr{kiln::where(c.t, marked(a.t, sa), marked(b.t, sb)), a.exact && b.exact};
+  }
+
+  std::optional<Expr> convert(int depth, const Shape& shape, DType dtype, bool exact) {
+    DType from = any_dtype();
+    if (from == dtype) return std::nullopt;
+    // Float to integer truncates: a discontinuity, so the operand must be exact.
+    const bool need = exact || (kiln::is_float(from) && kiln::is_integer(dtype));
+    const Expr x = make(depth - 1, shape, from, need);
+    return Expr{chance(0.5) ? kiln::convert(x.t, dtype) : x.t.convert(dtype), x.exact};
+  }
+
+  std::optional<Expr> view(int depth, const Shape& shape, DType dtype, bool exact) {
+    const int d = depth - 1;
+    const int rank = static_cast<int>(shape.size());
+    const std::int64_t count = count_of(shape);
+    bool any_zero = false;
+    for (auto s : shape) any_zero |= s == 0;
+    auto operand = [&](const Shape& s) { return make(d, s, dtype, exact); };
+    switch (uniform(0, 10)) {
+      case 0: {  // reshape (one size may be inferred)
+        if (count == 0) return std::nullopt;
+        const Expr x = operand(factorization(count));
+        Shape target = shape;
+        if (rank > 0 && chance(0.3)) target[static_cast<std::size_t>(uniform(0, rank - 1))] = -1;
+        return Expr{kiln::reshape(x.t, target), x.exact};
+      }
+      case 1: {  // permute
+        if (rank < 2) return std::nullopt;
+        std::vector<int> perm(static_cast<std::size_t>(rank));
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng_);
+        Shape src(static_cast<std::size_t>(rank));
+        for (int i = 0; i < rank; ++i) src[perm[i]] = shape[i];
+        const Expr x = operand(src);
+        return Expr{kiln::permute(x.t, perm), x.exact};
+      }
+      case 2: {  // transpose of two axes, or of all
+        if (rank < 2) return std::nullopt;
+        if (chance(0.4)) {
+          const Expr x = operand(Shape(shape.rbegin(), shape.rend()));
+          return Expr{x.t.transpose(), x.exact};
+        }
+        const int i = uniform(0, rank - 1), j = uniform(0, rank - 1);
+        Shape src = shape;
+        std::swap(src[i], src[j]);
+        const Expr x = operand(src);
+        return Expr{kiln::transpose(x.t, i - (chance(0.5) ? rank : 0), j), x.exact};
+      }
+      case 3:
+      case 4: {  // slice with steps, negative ones included
+        if (rank == 0 || any_zero) return std::nullopt;
+        Shape src(static_cast<std::size_t>(rank));
+        I64s start(src.size()), stop(src.size()), step(src.size());
+        static const std::int64_t kSteps[] = {1, 1, 2, 3, -1, -1, -2, -3};
+        for (int i = 0; i < rank; ++i) {
+          const std::int64_t c = shape[i], s = kSteps[uniform(0, 7)], a = std::abs(s);
+          const std::int64_t lo = uniform(0, 2), hi = uniform(0, 2);
+          const std::int64_t span = (c - 1) * a + 1, n = lo + span + hi;
+          std::int64_t b, e;
+          if (s > 0) {
+            b = lo;
+            e = std::min(n, b + span + uniform(0, static_cast<int>(a) - 1));
+            if (e == n && chance(0.3)) e = n + uniform(1, 5);  // clamped to n
+          } else {
+            b = n - 1 - hi;
+            e = b - span - uniform(0, static_cast<int>(a) - 1);
+            if (e < 0) e = -n - 1 - uniform(0, 3);  // clamped: walks down to index 0
+          }
+          if (chance(0.3)) b -= n;  // counted from the end
+          src[i] = n;
+          start[i] = b;
+          stop[i] = e;
+          step[i] = s;
+        }
+        const Expr x = operand(src);
+        return Expr{kiln::slice(x.t, start, stop, step), x.exact};
+      }
+      case 5: {  // pad
+        if (rank == 0 || any_zero) return std::nullopt;
+        Shape src = shape;
+        I64s before(src.size()), after(src.size());
+        for (int i = 0; i < rank; ++i) {
+          before[i] = uniform(0, static_cast<int>(std::min<std::int64_t>(2, shape[i] - 1)));
+          after[i] =
+              uniform(0, static_cast<int>(std::min<std::int64_t>(2, shape[i] - 1 - before[i])));
+          src[i] = shape[i] - before[i] - after[i];
+        }
+        static const double kFill[] = {0, 1, -1.5, 2.25};
+        const Expr x = operand(src);
+        return Expr{kiln::pad(x.t, before, after, typed(kFill[uniform(0, 3)], dtype)), x.exact};
+      }
+      case 6: {  // broadcast_to, normal: from a suffix
+        Shape src(shape.end() - uniform(0, rank), shape.end());
+        for (auto& s : src)
+          if (chance(0.4)) s = 1;
+        const Expr x = operand(src);
+        return Expr{kiln::broadcast_to(x.t, shape, false), x.exact};
+      }
+      case 7: {  // broadcast_to, inverse: from a prefix
+        Shape src(shape.begin(), shape.begin() + uniform(0, rank));
+        for (auto& s : src)
+          if (chance(0.4)) s = 1;
+        const Expr x = operand(src);
+        return Expr{kiln::broadcast_to(x.t, shape, true), x.exact};
+      }
+      case 8: {  // expand: a new dimension by repetition
+        if (rank == 0) return std::nullopt;
+        const int axis = uniform(0, rank - 1);
+        Shape src = shape;
+        src.erase(src.begin() + axis);
+        const Expr x = operand(src);
+        return Expr{kiln::expand(x.t, axis, shape[axis]), x.exact};
+      }
+      case 9: {  // unsqueeze or squeeze
+        if (chance(0.5)) {
+          Shape src = shape;
+          const int axis = uniform(0, rank);
+          src.insert(src.begin() + axis, 1);
+          const Expr x = operand(src);
+          return Expr{kiln::squeeze(x.t, axis), x.exact};
+        }
+        std::vector<int> ones;
+        for (int i = 0; i < rank; ++i)
+          if (shape[i] == 1) ones.push_back(i);
+        if (ones.empty()) return std::nullopt;
+        const int axis = ones[static_cast<std::size_t>(uniform(0, int(ones.size()) - 1))];
+        Shape src = shape;
+        src.erase(src.begin() + axis);
+        const Expr x = operand(src);
+        return Expr{kiln::unsqueeze(x.t, chance(0.5) ? axis : axis - rank), x.exact};
+      }
+      default: {  // materialised
+        const Expr x = operand(shape);
+        return Expr{kiln::contiguous(x.t), x.exact};
+      }
+    }
+  }
+
+  std::optional<Expr> reduction(int depth, const Shape& shape, DType dtype, bool exact) {
+    enum { kSum, kProd, kMin, kMax, kMean, kArgmax, kArgmin };
+    const int op = uniform(0, 6);
+    const bool arg = op == kArgmax || op == kArgmin;
+    if (arg && dtype != DType::i64) return std::nullopt;
+    if (op == kMean && kiln::is_integer(dtype)) return std::nullopt;
+    if (exact && kiln::is_float(dtype) && (op == kSum || op == kProd || op == kMean))
+      return std::nullopt;
+    DType in = dtype;
+    if (op == kMean && dtype == DType::f64 && chance(0.3))
+      in = chance(0.5) ? DType::i32 : DType::i64;
+    if (arg) in = any_dtype();
+    const int rank = static_cast<int>(shape.size());
+    // How many elements the reduced dimensions may hold together. Products of at most 16
+    // values in [-1.25, 1.25] stay moderate.
+    std::int64_t room = budget_ / std::max<std::int64_t>(1, count_of(shape));
+    if (op == kProd) room = std::min<std::int64_t>(room, 16);
+    if (room < 1) return std::nullopt;
+    auto grow = [&] {
+      const std::int64_t s = dim_upto(room);
+      room /= s;
+      return s;
+    };
+
+    Shape src;
+    std::vector<int> axes;
+    bool keepdims = false, all = false;
+    std::vector<int> ones;
+    for (int i = 0; i < rank; ++i)
+      if (shape[i] == 1) ones.push_back(i);
+    if (rank == 0 && chance(0.5)) {  // everything reduced
+      all = true;
+      const int r = uniform(1, 3);
+      for (int i = 0; i < r; ++i) src.push_back(grow());
+    } else if (!ones.empty() && chance(0.3)) {  // keepdims: reduced dimensions stay as 1
+      keepdims = true;
+      src = shape;
+      for (int i : ones)
+        if (axes.empty() || (!arg && chance(0.5))) {
+          axes.push_back(i);
+          src[i] = grow();
+        }
+    } else {  // new dimensions inserted and reduced away
+      const int k = arg ? 1 : uniform(1, std::max(1, std::min(3, 5 - rank)));
+      const int src_rank = rank + k;
+      std::vector<int> positions(static_cast<std::size_t>(src_rank));
+      std::iota(positions.begin(), positions.end(), 0);
+      std::shuffle(positions.begin(), positions.end(), rng_);
+      axes.assign(positions.begin(), positions.begin() + k);
+      std::sort(axes.begin(), axes.end());
+      for (int i = 0, kept = 0; i < src_rank; ++i)
+        src.push_back(std::find(axes.begin(), axes.end(), i) != axes.end() ? grow()
+                                                                           : shape[kept++]);
+    }
+    const int src_rank = static_cast<int>(src.size());
+    for (auto& a : axes)
+      if (chance(0.3)) a -= src_rank;  // negative axes
+    if (axes.size() > 1 && chance(0.3)) std::shuffle(axes.begin(), axes.end(), rng_);
+
+    const Expr x = make(depth - 1, src, in, exact || arg);
+    Tensor t = x.t;
+    if (op == kProd) t = clamp(t, kiln::is_float(in) ? 1.25 : 2);
+    if (arg) {
+      if (all) return Expr{op == kArgmax ? kiln::argmax(t) : kiln::argmin(t), true};
+      return Expr{
+          op == kArgmax ? kiln::argmax(t, axes[0], keepdims) : kiln::argmin(t, axes[0], keepdims),
+          true};
+    }
+    const bool int_exact = kiln::is_integer(in) && x.exact;
+    switch (op) {
+      case kSum:
+        return Expr{all && chance(0.5) ? t.sum() : kiln::sum(t, axes, keepdims), int_exact};
+      case kProd: return Expr{kiln::prod(t, axes, keepdims), int_exact};
+      case kMin: return Expr{all && chance(0.5) ? t.min() : kiln::min(t, axes, keepdims), x.exact};
+      case kMax: return Expr{kiln::max(t, axes, keepdims), x.exact};
+      default: return Expr{kiln::mean(t, axes, keepdims), false};
+    }
+  }
+
+  std::optional<Expr> matmul(int depth, const Shape& shape, DType dtype, bool exact) {
+    if (exact && kiln::is_float(dtype)) return std::nullopt;
+    const int d = depth - 1;
+    const int rank = static_cast<int>(shape.size());
+    DType da = dtype, db = dtype_upto(dtype);
+    if (chance(0.5)) std::swap(da, db);
+    // Operands clamped to [-3, 3] keep the products moderate.
+    if (rank == 0) {  // dot of two vectors
+      const Shape v{dim_upto(budget_)};
+      const Expr a = make(d, v, da, exact);
+      const Expr b = make(uniform(0, d), v, db, exact);
+      return Expr{kiln::dot(clamp(a.t, 3), clamp(b.t, 3)),
+                  kiln::is_integer(dtype) && a.exact && b.exact};
+    }
+    if (rank < 2) return std::nullopt;
+    const std::int64_t m = shape[rank - 2], n = shape[rank - 1];
+    const Shape batch(shape.begin(), shape.end() - 2);
+    const std::int64_t k =
+        dim_upto(budget_ / std::max<std::int64_t>(1, count_of(batch) * std::max(m, n)));
+    // The batch dimensions of one operand may broadcast.
+    Shape ba = batch, bb = batch;
+    if (!batch.empty() && chance(0.5)) {
+      Shape& b = chance(0.5) ? ba : bb;
+      b.erase(b.begin(), b.begin() + uniform(0, static_cast<int>(b.size())));
+      for (auto& s : b)
+        if (chance(0.3)) s = 1;
+    }
+    auto with = [](Shape s, std::int64_t r, std::int64_t c) {
+      s.push_back(r);
+      s.push_back(c);
+      return s;
+    };
+    // An operand of shape [..., r, c], sometimes as a transposed view of a [..., c, r] tensor
+    // (strided operands go to BLAS without a copy).
+    auto operand = [&](const Shape& b, std::int64_t r, std::int64_t c, DType t, int depth_) {
+      if (chance(0.3)) {
+        const Expr e = make(depth_, with(b, c, r), t, exact);
+        return Expr{kiln::transpose(clamp(e.t, 3), -1, -2), e.exact};
+      }
+      const Expr e = make(depth_, with(b, r, c), t, exact);
+      return Expr{clamp(e.t, 3), e.exact};
+    };
+    const Expr a = operand(ba, m, k, da, d);
+    const Expr b = operand(bb, k, n, db, uniform(0, d));
+    return Expr{kiln::matmul(a.t, b.t), kiln::is_integer(dtype) && a.exact && b.exact};
+  }
+
+  std::optional<Expr> concat(int depth, const Shape& shape, DType dtype, bool exact) {
+    const int rank = static_cast<int>(shape.size());
+    if (rank == 0) return std::nullopt;
+    const int axis = uniform(0, rank - 1);
+    const int parts = uniform(2, 3);
+    // Cut points in [0, size]: parts may be empty.
+    std::vector<std::int64_t> cuts{0, shape[axis]};
+    for (int i = 1; i < parts; ++i) cuts.push_back(uniform(0, static_cast<int>(shape[axis])));
+    std::sort(cuts.begin(), cuts.end());
+    std::vector<DType> types{dtype};
+    for (int i = 1; i < parts; ++i) types.push_back(dtype_upto(dtype));
+    std::shuffle(types.begin(), types.end(), rng_);
+    std::vector<Tensor> tensors;
+    bool ex = true;
+    for (int i = 0; i < parts; ++i) {
+      Shape s = shape;
+      s[axis] = cuts[i + 1] - cuts[i];
+      const Expr p = make(uniform(0, depth - 1), s, types[i], exact);
+      tensors.push_back(p.t);
+      ex = ex && p.exact;
+    }
+    const int ax = chance(0.3) ? axis - rank : axis;
+    if (parts == 2 && chance(0.5)) return Expr{kiln::concat(tensors[0], tensors[1], ax), ex};
+    return Expr{kiln::concat(tensors, ax), ex};
+  }
+
+  std::mt19937 rng_;
+  std::int64_t budget_, max_dim_;
+  std::vector<Expr> pool_;
+};
+
+// One random graph: built from its seed, so it can be built again identically.
+struct GraphSpec {
+  std::uint32_t seed;
+  int depth;
+  Shape shape;
+  DType dtype;
+  bool big;  // tens of thousands of elements: several chunks, threads, split reductions
+
+  std::string describe() const {
+    std::ostringstream os;
+    os << "seed " << seed << ", depth " << depth << ", " << kiln::dtype_name(dtype)
+       << shape_str(shape) << (big ? ", big" : "");
+    return os.str();
+  }
+};
+
+GraphSpec random_spec(std::mt19937& rng, bool big, std::optional<DType> dtype = std::nullopt) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  GraphSpec g{static_cast<std::uint32_t>(rng()),
+              uniform(1, 8),
+              {},
+              dtype.value_or(kDTypes[uniform(0, 3)]),
+              big};
+  if (big) {
+    static const Shape kBig[] = {{40000},    {200, 150}, {3, 12000}, {34, 33, 31}, {2, 3, 5000},
+                                 {20000, 2}, {},         {1},        {3}};
+    g.shape = kBig[uniform(0, 8)];
+  } else {
+    const int rank = uniform(0, 4);
+    for (int i = 0; i < rank; ++i) g.shape.push_back(uniform(1, 5));
+  }
+  return g;
+}
+
+Expr build_graph(const GraphSpec& g) {
+  // Big graphs with small results reduce tens of thousands of elements.
+  GraphGen gen(g.seed, g.big ? 70000 : 400, g.big ? 70000 : 6);
+  return gen.make(g.depth, g.shape, g.dtype, false);
+}
+
+// Evaluates the graph of `spec` with the reference executor and with the CPU executor and
+// compares. Returns false after reporting a failure.
+bool check_graph(const GraphSpec& spec, std::uint32_t pick_seed, bool* was_exact) {
+  SCOPED_TRACE(spec.describe());
+  kiln::set_executor(kiln::reference_executor());
+  Expr ref_graph;
+  try {
+    ref_graph = build_graph(spec);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "building the graph failed: " << e.what();
+    return false;
+  }
+  const Tensor& ref_root = ref_graph.t;
+  const std::string text = kiln::graph_to_string(ref_root);
+  SCOPED_TRACE("graph:\n" + text);
+  *was_exact = ref_graph.exact;
+
+  Values ref;
+  double scale = 0;
+  std::vector<Tensor> ref_nodes;
+  try {
+    ref = read(ref_root);
+    // Every intermediate, for the tolerance's scale (and for the CPU side's extra target).
+    ref_nodes = kiln::topological_order(ref_root);
+    kiln::eval_all(ref_nodes);
+    for (const Tensor& n : ref_nodes) scale = std::max(scale, magnitude(read(n)));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "reference executor threw: " << e.what();
+    return false;
+  }
+
+  kiln::set_executor(kiln::cpu_executor());
+  try {
+    const Expr cpu_graph = build_graph(spec);
+    const Tensor& cpu_root = cpu_graph.t;
+    if (kiln::graph_to_string(cpu_root) != text) {
+      ADD_FAILURE() << "the second build differs:\n" << kiln::graph_to_string(cpu_root);
+      return false;
+    }
+    // Sometimes an intermediate is a target too (a requested result cuts fusion there).
+    std::mt19937 pick(pick_seed);
+    const auto cpu_nodes = kiln::topological_order(cpu_root);
+    std::optional<std::size_t> extra;
+    if (cpu_nodes.size() > 2 && pick() % 4 == 0) {
+      extra = pick() % (cpu_nodes.size() - 1);
+      kiln::eval_all({cpu_root, cpu_nodes[*extra]});
+    }
+    const Values got = read(cpu_root);
+    const double rtol = rtol_for(ref.dtype, ref_nodes);
+    const std::string diff = compare(ref, got, ref_graph.exact, scale, rtol);
+    if (!diff.empty()) {
+      ADD_FAILURE() << "reference and cpu executors disagree:\n" << diff;
+      return false;
+    }
+    if (extra) {
+      const Values ref_extra = read(ref_nodes[*extra]);
+      const std::string d = compare(ref_extra, read(cpu_nodes[*extra]), false, scale,
+                                    rtol_for(ref_extra.dtype, ref_nodes));
+      if (!d.empty()) {
+        ADD_FAILURE() << "intermediate %" << *extra << " (evaluated with eval_all) disagrees:\n"
+                      << d;
+        return false;
+      }
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "cpu executor threw: " << e.what();
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random graphs
+// ---------------------------------------------------------------------------------------------
+
+TEST(ExecutorDifferential, RandomGraphsAgree) {
+  ExecutorGuard guard;
+  std::mt19937 rng(0x6b696c6eu);
+  constexpr int kGraphs = 300;
+  int failures = 0, exact = 0;
+  for (int i = 0; i < kGraphs; ++i) {
+    // One graph in 15 is big; the dtypes take turns.
+    const GraphSpec spec = random_spec(rng, i % 15 == 7, kDTypes[i % 4]);
+    bool was_exact = false;
+    SCOPED_TRACE("random graph " + std::to_string(i));
+    if (!check_graph(spec, static_cast<std::uint32_t>(rng()), &was_exact)) ++failures;
+    exact += was_exact;
+    ASSERT_LT(failures, 10) << "stopping after 10 failing graphs";
+  }
+  // Most integer graphs and a few float graphs compare bit for bit.
+  EXPECT_GT(exact, kGraphs / 4);
+}
+
+// Float matmul goes to oneDNN (f32) and OpenBLAS (f64), which read strided operands in place
+// where the view allows. Operands of many layouts: plain, transposed, sliced with steps (also
+// negative), batch dimensions broadcast (implicitly or with broadcast_to), permuted batch
+// dimensions, size-1 matrix dimensions, mixed types.
+TEST(ExecutorDifferential, MatmulOperandLayoutsAgree) {
+  ExecutorGuard guard;
+  auto build = [](std::uint32_t seed) {
+    std::mt19937 r(seed);
+    auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(r); };
+    static const std::int64_t kDims[] = {1, 1, 2, 3, 5, 8};
+    const std::int64_t m = kDims[uni(0, 5)], k = kDims[uni(0, 5)], n = kDims[uni(0, 5)];
+    Shape batch;
+    for (int i = uni(0, 2); i > 0; --i) batch.push_back(uni(1, 3));
+    const DType result = uni(0, 1) ? DType::f32 : DType::f64;
+    auto values = [&](const Shape& s, DType t) {
+      std::vector<double> v(static_cast<std::size_t>(count_of(s)));
+      for (auto& x : v) x = std::uniform_real_distribution<double>(-1, 1)(r);
+      return Tensor::from(v, s).convert(t);  // a computed leaf of type t
+    };
+    auto with = [](Shape s, std::int64_t a, std::int64_t b) {
+      s.push_back(a);
+      s.push_back(b);
+      return s;
+    };
+    // An operand of shape batch + [rows, cols] (or with its batch dimensions left to broadcast).
+    auto operand = [&](std::int64_t rows, std::int64_t cols) {
+      const DType t = uni(0, 5) == 0 ? DType::i32 : result;
+      Tensor x;
+      switch (uni(0, 6)) {
+        case 0: x = values(with(batch, rows, cols), t); break;
+        case 1: x = values(with(batch, cols, rows), t).transpose(-1, -2); break;
+        case 2: {  // every other row, columns reversed
+          const Tensor big = values(with(batch, 2 * rows + 1, cols), t);
+          const int rank = static_cast<int>(batch.size()) + 2;
+          I64s start(static_cast<std::size_t>(rank), 0), stop(batch.begin(), batch.end()),
+              step(static_cast<std::size_t>(rank), 1);
+          start[rank - 2] = 1;
+          start[rank - 1] = cols - 1;
+          stop.push_back(2 * rows + 1);
+          stop.push_back(-cols - 1);
+          step[rank - 2] = 2;
+          step[rank - 1] = -1;
+          x = kiln::slice(big, start, stop, step);
+          break;
+        }
+        case 3: {  // batch dimensions broadcast by matmul itself
+          Shape b = batch;
+          b.erase(b.begin(), b.begin() + uni(0, static_cast<int>(b.size())));
+          for (auto& d : b)
+            if (uni(0, 1)) d = 1;
+          x = uni(0, 1) ? values(with(b, rows, cols), t)
+                        : values(with(b, cols, rows), t).transpose(-1, -2);
+          break;
+        }
+        case 4:  // explicitly broadcast over the batch
+          x = kiln::broadcast_to(
+              uni(0, 1) ? values({rows, cols}, t) : values({cols, rows}, t).transpose(),
+              with(batch, rows, cols));
+          break;
+        case 5: {  // permuted batch dimensions
+          if (batch.size() < 2) {
+            x = values(with(batch, rows, cols), t);
+            break;
+          }
+          x = kiln::permute(values({batch[1], batch[0], rows, cols}, t), {1, 0, 2, 3});
+          break;
+        }
+        default:  // a matrix with its rows as the slow dimension of a wider buffer
+          x = kiln::slice(values(with(batch, rows, cols + 3), t).transpose(-1, -2),
+                          I64s(batch.size() + 2, 0),
+                          [&] {
+                            I64s e(batch.begin(), batch.end());
+                            e.push_back(cols);
+                            e.push_back(rows);
+                            return e;
+                          }())
+                  .transpose(-1, -2);
+          break;
+      }
+      return x;
+    };
+    const Tensor a = operand(m, k);
+    const Tensor b = operand(k, n);
+    // At least one operand of the result type.
+    return kiln::matmul(a.dtype() == result ? a : a.convert(result), b);
+  };
+  std::mt19937 rng(1234);
+  int failures = 0;
+  for (int c = 0; c < 250 && failures < 10; ++c) {
+    const auto seed = static_cast<std::uint32_t>(rng());
+    kiln::set_executor(kiln::reference_executor());
+    const Tensor ref_t = build(seed);
+    SCOPED_TRACE("case " + std::to_string(c) + ", graph:\n" + kiln::graph_to_string(ref_t));
+    const Values ref = read(ref_t);
+    kiln::set_executor(kiln::cpu_executor());
+    const Values got = read(build(seed));
+    // Operands in [-1, 1] and k <= 8: the sums of |products| are at most 8.
+    const std::string diff = compare(ref, got, false, 8.0, rtol_of(ref.dtype));
+    if (!diff.empty()) {
+      ++failures;
+      ADD_FAILURE() << "reference and cpu executors disagree:\n" << diff;
+    }
+  }
+}
+
+// Found by RandomGraphsAgree: a matmul operand read through a view (here a batch broadcast)
+// whose matrix has a dimension of size 1, so that both of its strides are 1.
+TEST(ExecutorMatmul, SizeOneMatrixDimensionThroughAView) {
+  ExecutorGuard guard;
+  for (DType t : {DType::f32, DType::f64}) {
+    SCOPED_TRACE(kiln::dtype_name(t));
+    auto build = [t] {
+      const Tensor a = Tensor::from(std::vector<double>{1, 2, 3}, {3, 1, 1}).convert(t);
+      const Tensor b = Tensor::from(std::vector<double>{10, 20, 30}, {3, 1}).convert(t);
+      const Tensor left = kiln::permute(b, {1, 0});  // [1,3], strides (1, 1)
+      const Tensor right =
+          Tensor::from(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3, 1}).convert(t);
+      // [3,1,1] x [1,3] (batch broadcast) and [2,1,3] (broadcast) x [2,3,1]
+      return std::pair{kiln::matmul(a, left),
+                       kiln::matmul(kiln::broadcast_to(left, {2, 1, 3}), right)};
+    };
+    for (const auto& [name, executor] : executors()) {
+      SCOPED_TRACE(name);
+      kiln::set_executor(executor);
+      const auto [outer, inner] = build();
+      EXPECT_EQ(outer.to_vector<double>(),
+                (std::vector<double>{10, 20, 30, 20, 40, 60, 30, 60, 90}));
+      EXPECT_EQ(inner.to_vector<double>(), (std::vector<double>{140, 320}));
+    }
+  }
+}
+
+// Found by RandomGraphsAgree (with other seeds): a float matmul with an empty operand (inner
+// dimension 0, or an empty batch) read through a view or converted from another type. The
+// statement runs in a child process, since a crash there would end the whole test binary.
+TEST(ExecutorMatmul, EmptyOperandThroughAView) {
+  // Re-executes the test binary for the child: the thread pool makes a plain fork() unsafe.
+  const std::string style = GTEST_FLAG_GET(death_test_style);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto run = [] {
+    kiln::set_executor(kiln::cpu_executor());
+    // [3,0] (a transposed view) x [0,2]: zeros.
+    const Tensor a =
+        kiln::matmul(kiln::zeros({0, 3}, DType::f32).transpose(), kiln::zeros({0, 2}, DType::f32));
+    // [0,2,3] x [3,2] broadcast over the empty batch: empty.
+    const Tensor b =
+        kiln::matmul(kiln::ones({0, 2, 3}, DType::f32), kiln::ones({3, 2}, DType::f64));
+    // i32 [2,0] x f32 [0,2]: zeros.
+    const Tensor c = kiln::matmul(kiln::zeros({2, 0}, DType::i32), kiln::zeros({0, 2}, DType::f32));
+    const bool right = a.to_vector<double>() == std::vector<double>(6, 0.0) &&
+                       b.shape() == Shape{0, 2, 2} && b.to_vector<double>().empty() &&
+                       c.to_vector<double>() == std::vector<double>(4, 0.0);
+    std::exit(right ? 0 : 1);
+  };
+  EXPECT_EXIT(run(), testing::ExitedWithCode(0), "")
+      << "the cpu executor crashes (or computes wrong values) on empty matmul operands";
+  GTEST_FLAG_SET(death_test_style, style);
+  // The reference executor handles the same graphs.
+  ExecutorGuard guard;
+  kiln::set_executor(kiln::reference_executor());
+  EXPECT_EQ(
+      kiln::matmul(kiln::zeros({0, 3}, DType::f32).transpose(), kiln::zeros({0, 2}, DType::f32))
+          .to_vector<double>(),
+      std::vector<double>(6, 0.0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes with several consumers, several targets, reuse of results
+// ---------------------------------------------------------------------------------------------
+
+std::vector<double> ramp(std::size_t n) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<double>(i % 17) * 0.25 - 2.0;
+  return v;
+}
+
+TEST(ExecutorSharing, NodeWithTwoConsumersIsComputedOnce) {
+  ExecutorGuard guard;
+  for (const auto& [name, executor] : executors()) {
+    SCOPED_TRACE(name);
+    kiln::set_executor(executor);
+    std::atomic<int> calls{0};
+    const auto xs = ramp(120);
+    const Tensor x = Tensor::from(xs, {4, 30});
+    // Only a temporary: no handle refers to `shared` once the consumers are built.
+    Tensor a, b;
+    {
+      const Tensor shared = kiln::map_elements(x, [&](double v) {
+        ++calls;
+        return v * 2 + 1;
+      });
+      a = kiln::exp(shared * 0.125) + 1.0;     // an elementwise consumer
+      b = kiln::sum(shared.transpose(), {0});  // a reduction reading it through a view
+    }
+    const Tensor root = kiln::sum(a) + kiln::sum(b);
+    SCOPED_TRACE(kiln::graph_to_string(root));
+    const double got = root.item<double>();
+    double want_a = 0, want_b = 0;
+    for (double v : xs) {
+      want_a += std::exp((v * 2 + 1) * 0.125) + 1.0;
+      want_b += v * 2 + 1;
+    }
+    EXPECT_NEAR(got, want_a + want_b, 1e-9 * std::abs(want_a + want_b));
+    EXPECT_EQ(calls.load(), 120) << "the shared node was not computed exactly once";
+
+    // Both consumers as targets, and a diamond: both results right, the shared node once.
+    calls = 0;
+    const Tensor shared = kiln::map_elements(x, [&](double v) {
+      ++calls;
+      return v - 0.5;
+    });
+    const Tensor left = kiln::square(shared), right = shared * 3.0;
+    const Tensor diamond = left - right;
+    kiln::eval_all({left, right, diamond});
+    EXPECT_EQ(calls.load(), 120);
+    const auto l = left.to_vector<double>(), r = right.to_vector<double>(),
+               dm = diamond.to_vector<double>();
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double s = xs[i] - 0.5;
+      EXPECT_EQ(l[i], s * s);
+      EXPECT_EQ(r[i], s * 3.0);
+      EXPECT_EQ(dm[i], s * s - s * 3.0);
+    }
+    EXPECT_EQ(calls.load(), 120) << "reading evaluated results computed them again";
+  }
+}
+
+TEST(ExecutorSharing, RandomDagsWithSharedNodesAgree) {
+  // Integer DAGs in which every node may feed several later ones: the results must be
+  // bit-identical whichever executor computes them.
+  ExecutorGuard guard;
+  std::mt19937 rng(77);
+  for (int g = 0; g < 40; ++g) {
+    auto build = [](std::uint32_t seed) {
+      std::mt19937 r(seed);
+      auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(r); };
+      std::vector<Tensor> nodes;
+      for (int i = 0; i < 3; ++i) {
+        std::vector<std::int64_t> v(60);
+        for (auto& e : v) e = uni(-9, 9);
+        nodes.push_back(Tensor::from(v, {3, 20}));
+      }
+      for (int i = 0; i < 25; ++i) {
+        const Tensor& a = nodes[static_cast<std::size_t>(uni(0, int(nodes.size()) - 1))];
+        const Tensor& b = nodes[static_cast<std::size_t>(uni(0, int(nodes.size()) - 1))];
+        switch (uni(0, 5)) {
+          case 0: nodes.push_back(a + b); break;
+          case 1: nodes.push_back(clamp(a * b, 1000)); break;
+          case 2: nodes.push_back(a - b.slice({0, 19}, {3, -21}, {1, -1})); break;
+          case 3: nodes.push_back(kiln::maximum(a, kiln::sum(b, {1}, true))); break;
+          case 4: nodes.push_back(kiln::where(kiln::less(a, b), a, -b)); break;
+          default: nodes.push_back(a.reshape({20, 3}).transpose() + b); break;
+        }
+      }
+      // Everything feeds the root, so every node has at least one consumer.
+      Tensor root = nodes[0];
+      for (std::size_t i = 1; i < nodes.size(); ++i) root = root + nodes[i];
+      return root;
+    };
+    const std::uint32_t seed = static_cast<std::uint32_t>(rng());
+    kiln::set_executor(kiln::reference_executor());
+    const Tensor ref = build(seed);
+    SCOPED_TRACE(kiln::graph_to_string(ref));
+    const auto want = ref.to_vector<std::int64_t>();
+    kiln::set_executor(kiln::cpu_executor());
+    EXPECT_EQ(build(seed).to_vector<std::int64_t>(), want);
+  }
+}
+
+TEST(ExecutorEvalAll, SeveralTargetsInOnePass) {
+  ExecutorGuard guard;
+  for (const auto& [name, executor] : executors()) {
+    SCOPED_TRACE(name);
+    kiln::set_executor(executor);
+    std::atomic<int> calls{0};
+    const auto xs = ramp(24);
+    const Tensor x = Tensor::from(xs, {2, 3, 4});
+    const Tensor s = kiln::map_elements(x, [&](double v) {
+      ++calls;
+      return v * v;
+    });
+    const Tensor t1 = s + 1.0;                                                        // elementwise
+    const Tensor t2 = kiln::sum(s, {1, 2});                                           // reduction
+    const Tensor t3 = s.permute({2, 0, 1}).slice({3, 0, 0}, {-5, 2, 3}, {-2, 1, 2});  // a view
+    const Tensor t4 = kiln::matmul(s, s.transpose(1, 2));                             // matmul
+    const Tensor t5 = kiln::argmax(s, 2);                                             // i64
+    kiln::eval_all({t1, t2, t3, t4, t5, t1, s});  // a duplicate, and the shared node itself
+    EXPECT_EQ(calls.load(), 24);
+    for (const Tensor* t : {&t1, &t2, &t3, &t4, &t5, &s}) EXPECT_TRUE(t->is_evaluated());
+
+    auto sv = [&](std::int64_t i, std::int64_t j, std::int64_t k) {
+      const double v = xs[static_cast<std::size_t>((i * 3 + j) * 4 + k)];
+      return v * v;
+    };
+    const auto v1 = t1.to_vector<double>();
+    for (std::size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(v1[i], xs[i] * xs[i] + 1.0);
+    const auto v2 = t2.to_vector<double>();
+    for (int i = 0; i < 2; ++i) {
+      double want = 0;
+      for (int j = 0; j < 3; ++j)
+        for (int k = 0; k < 4; ++k) want += sv(i, j, k);
+      EXPECT_NEAR(v2[i], want, 1e-12);
+    }
+    // t3: permuted to [4,2,3], then positions 3,1 of dimension 0, 0..1 and 0,2 of the others.
+    ASSERT_EQ(t3.shape(), (Shape{2, 2, 2}));
+    const auto v3 = t3.to_vector<double>();
+    const std::int64_t ks[] = {3, 1}, is[] = {0, 1}, js[] = {0, 2};
+    std::size_t p = 0;
+    for (auto k : ks)
+      for (auto i : is)
+        for (auto j : js) EXPECT_EQ(v3[p++], sv(i, j, k));
+    const auto v4 = t4.to_vector<double>();
+    for (int b = 0; b < 2; ++b)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          double want = 0;
+          for (int k = 0; k < 4; ++k) want += sv(b, i, k) * sv(b, j, k);
+          EXPECT_NEAR(v4[static_cast<std::size_t>((b * 3 + i) * 3 + j)], want, 1e-12);
+        }
+    const auto v5 = t5.to_vector<std::int64_t>();
+    for (int i = 0; i < 6; ++i) {
+      std::int64_t best = 0;
+      for (int k = 1; k < 4; ++k)
+        if (sv(i / 3, i % 3, k) > sv(i / 3, i % 3, best)) best = k;
+      EXPECT_EQ(v5[static_cast<std::size_t>(i)], best);
+    }
+    EXPECT_EQ(calls.load(), 24) << "reading evaluated targets computed them again";
+    kiln::eval_all({t1, t2});  // all evaluated already: nothing to do
+    EXPECT_EQ(calls.load(), 24);
+  }
+}
+
+TEST(ExecutorReuse, EvaluatedIntermediateFeedsNewGraphs) {
+  ExecutorGuard guard;
+  for (const auto& [name, executor] : executors()) {
+    SCOPED_TRACE(name);
+    kiln::set_executor(executor);
+    std::atomic<int> calls{0};
+    const auto xs = ramp(60);
+    const Tensor x = Tensor::from(xs, {6, 10});
+    const Tensor h = kiln::map_elements(x,
+                                        [&](double v) {
+                                          ++calls;
+                                          return v + 3;
+                                        }) *
+                     2.0;
+    h.eval();
+    EXPECT_EQ(calls.load(), 60);
+    ASSERT_TRUE(h.is_evaluated());
+    // New graphs on top of the evaluated node, directly and through views.
+    const Tensor g1 = kiln::relu(h - 5.0);
+    const Tensor g2 = kiln::sum(h.transpose(), {0});
+    const Tensor g3 =
+        kiln::concat(h.slice({0, 0}, {6, 10}, {2, 3}), h.slice({5, 9}, {-7, -11}, {-2, -3}), 0);
+    const auto v1 = g1.to_vector<double>();
+    const auto v2 = g2.to_vector<double>();
+    const auto v3 = g3.to_vector<double>();
+    EXPECT_EQ(calls.load(), 60) << "the evaluated intermediate was computed again";
+    auto hv = [&](std::int64_t i, std::int64_t j) {
+      return (xs[static_cast<std::size_t>(i * 10 + j)] + 3) * 2;
+    };
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 10; ++j)
+        EXPECT_EQ(v1[static_cast<std::size_t>(i * 10 + j)], std::max(0.0, hv(i, j) - 5));
+    for (int i = 0; i < 6; ++i) {
+      double want = 0;
+      for (int j = 0; j < 10; ++j) want += hv(i, j);
+      EXPECT_NEAR(v2[static_cast<std::size_t>(i)], want, 1e-12);
+    }
+    ASSERT_EQ(g3.shape(), (Shape{6, 4}));
+    std::size_t p = 0;
+    for (std::int64_t i : {0, 2, 4})
+      for (std::int64_t j : {0, 3, 6, 9}) EXPECT_EQ(v3[p++], hv(i, j));
+    for (std::int64_t i : {5, 3, 1})
+      for (std::int64_t j : {9, 6, 3, 0}) EXPECT_EQ(v3[p++], hv(i, j));
+
+    // A result computed by one executor feeds a graph the other one computes.
+    kiln::set_executor(std::string_view(name) == "cpu" ? kiln::reference_executor()
+                                                       : kiln::cpu_executor());
+    const auto v4 = kiln::max(h * h, {0}).to_vector<double>();
+    for (int j = 0; j < 10; ++j) {
+      double want = 0;
+      for (int i = 0; i < 6; ++i) want = std::max(want, hv(i, j) * hv(i, j));
+      EXPECT_EQ(v4[static_cast<std::size_t>(j)], want);
+    }
+    EXPECT_EQ(calls.load(), 60);
+  }
+}
+
+TEST(ExecutorReuse, ReleasedIntermediateIsComputedAgainWhenNeeded) {
+  // Intermediates that no handle refers to may be released after the evaluation; a view handle
+  // onto one must still read the right values later.
+  ExecutorGuard guard;
+  for (const auto& [name, executor] : executors()) {
+    SCOPED_TRACE(name);
+    kiln::set_executor(executor);
+    const auto xs = ramp(48);
+    const Tensor x = Tensor::from(xs, {4, 12});
+    const Tensor v = kiln::exp(x * 0.5).reshape({12, 4}).transpose();  // views of a temporary
+    const Tensor total = kiln::sum(v) + kiln::sum(kiln::square(v));
+    const double t = total.item<double>();
+    double want = 0;
+    for (double e : xs) want += std::exp(e * 0.5) + std::exp(e * 0.5) * std::exp(e * 0.5);
+    EXPECT_NEAR(t, want, 1e-9 * want);
+    const auto vv = v.to_vector<double>();
+    ASSERT_EQ(v.shape(), (Shape{4, 12}));
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 12; ++j)
+        EXPECT_NEAR(vv[static_cast<std::size_t>(i * 12 + j)],
+                    std::exp(xs[static_cast<std::size_t>(j * 4 + i)] * 0.5), 1e-12);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads
+// ---------------------------------------------------------------------------------------------
+
+TEST(ExecutorThreads, OneThreadAndDefaultGiveIdenticalIntegerResults) {
+  // set_num_threads(1) is what KILN_NUM_THREADS=1 selects at start-up. Graphs big enough to be
+  // split (elementwise kernels over tens of thousands of elements, long reductions split into
+  // parts) must give bit-identical integer results with 1, the default and 4 threads; float
+  // results may differ in summation order only.
+  ExecutorGuard guard;
+  kiln::set_executor(kiln::cpu_executor());
+  const int default_threads = kiln::num_threads();
+  std::vector<int> counts{1, default_threads};
+  if (default_threads != 4) counts.push_back(4);
+
+  std::vector<std::function<Tensor()>> graphs;
+  // Hand-written graphs that reach the parallel paths.
+  graphs.push_back([] {  // one long row split over the threads
+    const Tensor i = kiln::arange(70000);
+    return kiln::sum(i * 7 - 3) + kiln::sum(kiln::square(i - 35000));
+  });
+  graphs.push_back([] {  // column reduction, argmax with ties, min
+    const Tensor a = kiln::arange({300, 200}, 0) * 3 - kiln::arange({300, 200}, 1);
+    const Tensor m = kiln::maximum(a, 100);
+    return kiln::concat({kiln::sum(a, {0}), kiln::argmax(m, 0), kiln::min(a * -1, {0})}, 0);
+  });
+  graphs.push_back([] {  // a long fused chain with broadcasting, in i32
+    const Tensor r = kiln::arange({64, 1000}, 1).convert(DType::i32);
+    const Tensor c = kiln::arange({64, 1}, 0).convert(DType::i32);
+    return kiln::where(kiln::less(r - c * 7, 300), r * c - 11, kiln::abs(r - c * 9)) + 1;
+  });
+  std::mt19937 rng(4242);
+  for (int g = 0; g < 24; ++g) {
+    const GraphSpec spec = random_spec(rng, true, g % 2 == 0 ? DType::i32 : DType::i64);
+    graphs.push_back([spec] { return build_graph(spec).t; });
+  }
+  for (int g = 0; g < 6; ++g) {
+    const GraphSpec spec = random_spec(rng, true, g % 2 == 0 ? DType::f32 : DType::f64);
+    graphs.push_back([spec] { return build_graph(spec).t; });
+  }
+
+  for (std::size_t g = 0; g < graphs.size(); ++g) {
+    SCOPED_TRACE("graph " + std::to_string(g));
+    std::optional<Values> first;
+    double rtol = 0;
+    for (int threads : counts) {
+      SCOPED_TRACE(std::to_string(threads) + " threads");
+      kiln::set_num_threads(threads);
+      ASSERT_EQ(kiln::num_threads(), threads);
+      Tensor t;
+      Values v;
+      try {
+        t = graphs[g]();
+        v = read(t);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "threw: " << e.what();
+        break;
+      }
+      SCOPED_TRACE("graph:\n" + kiln::graph_to_string(t));
+      if (!first) {
+        first = v;
+        rtol = rtol_for(v.dtype, kiln::topological_order(t));
+        continue;
+      }
+      if (kiln::is_integer(v.dtype)) {
+        EXPECT_EQ(v.ints, first->ints);
+      } else {
+        const std::string diff =
+            compare(*first, v, false, magnitude(*first), rtol, "1 thread", "more threads");
+        EXPECT_TRUE(diff.empty()) << diff;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deep graphs
+// ---------------------------------------------------------------------------------------------
+
+// Resident memory of this process in KiB (0 where /proc is not available).
+long rss_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;  // ASan is slower and keeps freed memory in quarantine
+#else
+constexpr bool kSanitized = false;
+#endif
+
+TEST(ExecutorDeepGraph, MillionAddsBuiltInALoop) {
+  // `x = x + y` a million times builds a chain a million nodes deep. It must evaluate to the
+  // right value without overflowing the stack and without keeping the whole graph (kiln
+  // evaluates a node automatically when its graph grows too deep; kept whole, the million
+  // nodes take about 450 MiB), in a few seconds.
+  ExecutorGuard guard;
+  kiln::set_executor(kiln::cpu_executor());
+  const Tensor y = Tensor::from(std::vector<float>{1.0f, 2.0f, 0.5f, -1.0f}, {4});
+  const long rss_before = rss_kib();
+  const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
+  Tensor x = kiln::zeros({4}, DType::f32);
+  for (int i = 0; i < 1'000'000; ++i) x = x + y;
+  const long rss_growth_mib = (rss_kib() - rss_before) / 1024;
+  const auto v = x.to_vector<float>();
+  x = Tensor();  // destroying what is left of the graph must not overflow the stack either
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Processor time (all threads) rather than wall time: the machine may be shared.
+  const double cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  // Every partial sum is exactly representable in f32, so the result is exact.
+  EXPECT_EQ(v, (std::vector<float>{1e6f, 2e6f, 5e5f, -1e6f}));
+  std::cout << "[   INFO   ] 1e6 chained adds: " << seconds << " s (" << cpu_seconds
+            << " s of processor time), resident memory grew by " << rss_growth_mib
+            << " MiB while building\n";
+  if (!kSanitized) {
+    EXPECT_LT(rss_growth_mib, 256) << "the graph was kept whole";
+    // 2-5 s on the (shared) 2-core development machine.
+    EXPECT_LT(cpu_seconds, 10.0) << "a million adds took " << cpu_seconds << " s of processor time";
+  }
+}
+
+}  // namespace
