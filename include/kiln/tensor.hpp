@@ -59,6 +59,9 @@ class Tensor {
   // Computes this tensor (and whatever of its graph is not computed yet) and keeps the result.
   const Tensor& eval() const;
   bool is_evaluated() const;
+  // A new leaf with this tensor's values (evaluated first if needed). It shares the values'
+  // memory instead of copying them, and has no graph behind it.
+  Tensor detach() const;
   // The values in row-major order, converted to T. Evaluates if needed.
   template <class T> std::vector<T> to_vector() const {
     std::vector<T> out(static_cast<std::size_t>(numel()));

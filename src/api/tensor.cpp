@@ -76,6 +76,15 @@ const Tensor& Tensor::eval() const {
 }
 bool Tensor::is_evaluated() const { return n().result != nullptr; }
 
+Tensor Tensor::detach() const {
+  eval();
+  const Node& source = n();
+  auto leaf = std::make_shared<Node>(detail::Op::store, source.dtype, source.shape,
+                                     std::vector<detail::NodePtr>{});
+  leaf->result = source.result;
+  return Tensor(std::move(leaf));
+}
+
 void Tensor::copy_to(void* dst, DType as) const {
   eval();
   const detail::Buffer& b = *n().result;

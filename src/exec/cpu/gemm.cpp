@@ -8,6 +8,7 @@
 
 #include "exec/cpu/source.hpp"
 #include "exec/operand.hpp"
+#include "kiln/error.hpp"
 
 namespace kiln::detail::cpu {
 
@@ -20,7 +21,8 @@ struct Matrices {
   const Buffer* buffer = nullptr;
   std::int64_t offset = 0;
   std::vector<std::int64_t> batch_strides;
-  std::int64_t row_stride = 0, col_stride = 1;
+  bool transposed = false;  // stored column-major
+  std::int64_t ld = 0;      // BLAS's leading dimension
 };
 
 Matrices describe_operand(const KernelInput& in, const Shape& shape, DType type) {
@@ -32,14 +34,19 @@ Matrices describe_operand(const KernelInput& in, const Shape& shape, DType type)
   if (base.dtype() == type && !plain && view->layers().size() == 1 &&
       view->layers()[0].valid.empty()) {
     const ViewLayer& l = view->layers()[0];
-    const std::int64_t rs = l.strides[rank - 2], cs = l.strides[rank - 1];
+    const std::int64_t rows = shape[rank - 2], cols = shape[rank - 1];
+    // The stride of a dimension of size 1 is never used: give it the value BLAS accepts.
+    const std::int64_t rs = rows == 1 ? cols : l.strides[rank - 2];
+    const std::int64_t cs = cols == 1 ? rows : l.strides[rank - 1];
     // BLAS needs one of the two strides to be 1 and the other to cover a whole row/column.
-    if ((cs == 1 && rs >= shape[rank - 1]) || (rs == 1 && cs >= shape[rank - 2])) {
+    const bool row_major = cs == 1 && rs >= cols;
+    const bool column_major = !row_major && rs == 1 && cs >= rows;
+    if (row_major || column_major) {
       m.buffer = &base;
       m.offset = l.offset;
       m.batch_strides.assign(l.strides.begin(), l.strides.end() - 2);
-      m.row_stride = rs;
-      m.col_stride = cs;
+      m.transposed = column_major;
+      m.ld = std::max<std::int64_t>(1, column_major ? cs : rs);
       return m;
     }
   }
@@ -53,8 +60,7 @@ Matrices describe_operand(const KernelInput& in, const Shape& shape, DType type)
   }
   const auto strides = row_major_strides(shape);
   m.batch_strides.assign(strides.begin(), strides.end() - 2);
-  m.row_stride = shape[rank - 1];
-  m.col_stride = 1;
+  m.ld = std::max<std::int64_t>(1, shape[rank - 1]);
   return m;
 }
 
@@ -62,7 +68,9 @@ template <class T>
 void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
           std::int64_t lda, const T* b, std::int64_t ldb, T* c) {
   if constexpr (std::is_same_v<T, float>) {
-    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+    if (dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n) !=
+        dnnl_success)
+      throw Error(ErrorCode::internal_error, "matmul: oneDNN sgemm rejected its arguments");
   } else {
     cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
@@ -99,9 +107,8 @@ bool matmul_with_library(const Node& root, const KernelInput& a_in, const Kernel
           oa += i * a.batch_strides[d];
           ob += i * b.batch_strides[d];
         }
-        const bool ta = a.col_stride != 1, tb = b.col_stride != 1;
-        gemm<T>(ta, tb, m, n, k, a.buffer->as<T>() + oa, ta ? a.col_stride : a.row_stride,
-                b.buffer->as<T>() + ob, tb ? b.col_stride : b.row_stride, c + bt * m * n);
+        gemm<T>(a.transposed, b.transposed, m, n, k, a.buffer->as<T>() + oa, a.ld,
+                b.buffer->as<T>() + ob, b.ld, c + bt * m * n);
       }
     }
   });

@@ -58,6 +58,7 @@ void Source::read(std::int64_t start, std::int64_t n, void* out, DType as) const
 
 template <class S, class T>
 void Source::read_typed(std::int64_t start, std::int64_t n, T* out) const {
+  if (n <= 0) return;
   const S* src = buffer_->as<S>();
   const ViewLayer& l = layer_;
   const std::size_t rank = l.shape.size();
