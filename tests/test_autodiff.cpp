@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+
+#include "test_support.hpp"
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -789,21 +791,7 @@ TEST(AutodiffScale, ExponentiallyManyPathsInLinearWork) {
   expect_values(g, {std::ldexp(1.0, 60)});
 }
 
-bool slow_build() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-  return true;
-#endif
-#endif
-#ifndef NDEBUG
-  return true;
-#else
-  return false;
-#endif
-}
+using kiln_test::slow_build;
 
 TEST(AutodiffScale, ChainOf10000Ops) {
   constexpr int kSteps = 3334;  // three ops per step: sin, mul, add -> 10,002 ops
