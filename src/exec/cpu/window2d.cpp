@@ -2,6 +2,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -148,15 +149,35 @@ template <class T> void pool(const Kernel& k, Buffer& out) {
           T best{};
           bool any = false;
           if (inside) {
+            // Branch-free: a comparison per element whose outcome is random data would cost a
+            // mispredicted branch each time.
             const T* corner = plane + g.row(i, 0) * g.w + g.col(j, 0);
             best = corner[0];
             any = true;
+            bool nan = false;
             for (std::int64_t ki = 0; ki < g.kh; ++ki) {
               const T* r = corner + ki * g.dh * g.w;
               for (std::int64_t kj = 0; kj < g.kw; ++kj) {
                 const T v = r[kj * g.dw];
-                best = (v > best || v != v) && best == best ? v : best;
+                nan |= v != v;
+                best = v > best ? v : best;
               }
+            }
+            if (nan) best = std::numeric_limits<T>::quiet_NaN();
+            if (n.op == Op::max_pool2d_grad) {
+              const T share = grad->data[(p * g.oh + i) * g.ow + j];
+              int ties = 0;
+              for (std::int64_t ki = 0; ki < g.kh; ++ki)
+                for (std::int64_t kj = 0; kj < g.kw; ++kj)
+                  ties += corner[ki * g.dh * g.w + kj * g.dw] == best;
+              const T each = ties > 0 ? share / static_cast<T>(ties) : T{0};
+              T* target = dst + g.row(i, 0) * g.w + g.col(j, 0);
+              for (std::int64_t ki = 0; ki < g.kh; ++ki)
+                for (std::int64_t kj = 0; kj < g.kw; ++kj) {
+                  const std::int64_t at = ki * g.dh * g.w + kj * g.dw;
+                  target[at] += corner[at] == best ? each : T{0};
+                }
+              continue;
             }
           } else {
             for (std::int64_t ki = 0; ki < g.kh; ++ki) {
