@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 
 #include "exec/cpu/source.hpp"
 #include "exec/cpu/thread_pool.hpp"
@@ -51,7 +52,12 @@ memory::desc plain(const Shape& s, memory::format_tag tag) {
 }
 
 // Primitives are created once per geometry and reused: a training loop repeats the same shapes.
+// Their tensors use the layouts oneDNN prefers (blocked, for its direct kernels); kiln's plain
+// NCHW/OIHW data is reordered into and out of them.
 struct ConvPrimitives {
+  dnnl::convolution_forward::primitive_desc forward_pd;
+  dnnl::convolution_backward_data::primitive_desc backward_data_pd;
+  dnnl::convolution_backward_weights::primitive_desc backward_weights_pd;
   dnnl::primitive forward, backward_data, backward_weights;
 };
 
@@ -62,27 +68,48 @@ const ConvPrimitives& conv_primitives(const Window2d& g) {
                                       g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw};
   std::lock_guard lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  const auto src = plain({g.n, g.c, g.h, g.w}, memory::format_tag::nchw);
-  const auto wei = plain({g.o, g.c, g.kh, g.kw}, memory::format_tag::oihw);
-  const auto dst = plain({g.n, g.o, g.oh, g.ow}, memory::format_tag::nchw);
+  auto any = [](const Shape& s) {
+    return memory::desc(memory::dims(s.begin(), s.end()), memory::data_type::f32,
+                        memory::format_tag::any);
+  };
+  const auto src = any({g.n, g.c, g.h, g.w});
+  const auto wei = any({g.o, g.c, g.kh, g.kw});
+  const auto dst = any({g.n, g.o, g.oh, g.ow});
   const memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, pad{g.ph, g.pw};
   // oneDNN wants the right padding that makes the output size exact.
   const memory::dims pad_r{(g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
                            (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
   const auto algo = dnnl::algorithm::convolution_direct;
-  dnnl::convolution_forward::primitive_desc fwd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, src, wei, dst,
-                                      strides, dilates, pad, pad_r),
-      engine());
-  dnnl::convolution_backward_data::primitive_desc bwd_data(
+  ConvPrimitives p{
+      dnnl::convolution_forward::primitive_desc(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, src, wei, dst,
+                                          strides, dilates, pad, pad_r),
+          engine()),
+      {},
+      {},
+      {},
+      {},
+      {}};
+  p.backward_data_pd = dnnl::convolution_backward_data::primitive_desc(
       dnnl::convolution_backward_data::desc(algo, src, wei, dst, strides, dilates, pad, pad_r),
-      engine(), fwd);
-  dnnl::convolution_backward_weights::primitive_desc bwd_weights(
+      engine(), p.forward_pd);
+  p.backward_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
       dnnl::convolution_backward_weights::desc(algo, src, wei, dst, strides, dilates, pad, pad_r),
-      engine(), fwd);
-  ConvPrimitives p{dnnl::convolution_forward(fwd), dnnl::convolution_backward_data(bwd_data),
-                   dnnl::convolution_backward_weights(bwd_weights)};
+      engine(), p.forward_pd);
+  p.forward = dnnl::convolution_forward(p.forward_pd);
+  p.backward_data = dnnl::convolution_backward_data(p.backward_data_pd);
+  p.backward_weights = dnnl::convolution_backward_weights(p.backward_weights_pd);
   return cache.emplace(key, std::move(p)).first->second;
+}
+
+// User data in a plain layout, seen in the layout a primitive wants (reordered when they differ).
+memory as_layout(dnnl::stream& stream, const memory::desc& want, const memory::desc& plain_desc,
+                 const float* data) {
+  memory user(plain_desc, engine(), const_cast<float*>(data));
+  if (want == plain_desc) return user;
+  memory converted(want, engine());
+  dnnl::reorder(user, converted).execute(stream, user, converted);
+  return converted;
 }
 
 bool run_conv(const Kernel& k, Buffer& out) {
@@ -100,26 +127,36 @@ bool run_conv(const Kernel& k, Buffer& out) {
   const auto src = plain({g.n, g.c, g.h, g.w}, memory::format_tag::nchw);
   const auto wei = plain({g.o, g.c, g.kh, g.kw}, memory::format_tag::oihw);
   const auto dst = plain({g.n, g.o, g.oh, g.ow}, memory::format_tag::nchw);
-  auto mem = [&](const memory::desc& d, const float* data) {
-    return memory(d, engine(), const_cast<float*>(data));
-  };
-  float* o = out.as<float>();
   dnnl::stream stream(engine());
+  // Computes into the primitive's preferred layout, then reorders into `out` if needed.
+  auto run = [&](const dnnl::primitive& prim, std::unordered_map<int, memory> args, int out_arg,
+                 const memory::desc& out_want, const memory::desc& out_plain) {
+    memory user(out_plain, engine(), out.data());
+    memory result = out_want == out_plain ? user : memory(out_want, engine());
+    args.insert({out_arg, result});
+    prim.execute(stream, args);
+    if (!(out_want == out_plain)) dnnl::reorder(result, user).execute(stream, result, user);
+  };
   switch (n.op) {
     case Op::conv2d:
-      p.forward.execute(stream, {{DNNL_ARG_SRC, mem(src, a.data)},
-                                 {DNNL_ARG_WEIGHTS, mem(wei, b.data)},
-                                 {DNNL_ARG_DST, mem(dst, o)}});
+      run(p.forward,
+          {{DNNL_ARG_SRC, as_layout(stream, p.forward_pd.src_desc(), src, a.data)},
+           {DNNL_ARG_WEIGHTS, as_layout(stream, p.forward_pd.weights_desc(), wei, b.data)}},
+          DNNL_ARG_DST, p.forward_pd.dst_desc(), dst);
       break;
     case Op::conv2d_grad_input:
-      p.backward_data.execute(stream, {{DNNL_ARG_DIFF_DST, mem(dst, a.data)},
-                                       {DNNL_ARG_WEIGHTS, mem(wei, b.data)},
-                                       {DNNL_ARG_DIFF_SRC, mem(src, o)}});
+      run(p.backward_data,
+          {{DNNL_ARG_DIFF_DST,
+            as_layout(stream, p.backward_data_pd.diff_dst_desc(), dst, a.data)},
+           {DNNL_ARG_WEIGHTS, as_layout(stream, p.backward_data_pd.weights_desc(), wei, b.data)}},
+          DNNL_ARG_DIFF_SRC, p.backward_data_pd.diff_src_desc(), src);
       break;
     case Op::conv2d_grad_weight:
-      p.backward_weights.execute(stream, {{DNNL_ARG_SRC, mem(src, a.data)},
-                                          {DNNL_ARG_DIFF_DST, mem(dst, b.data)},
-                                          {DNNL_ARG_DIFF_WEIGHTS, mem(wei, o)}});
+      run(p.backward_weights,
+          {{DNNL_ARG_SRC, as_layout(stream, p.backward_weights_pd.src_desc(), src, a.data)},
+           {DNNL_ARG_DIFF_DST,
+            as_layout(stream, p.backward_weights_pd.diff_dst_desc(), dst, b.data)}},
+          DNNL_ARG_DIFF_WEIGHTS, p.backward_weights_pd.diff_weights_desc(), wei);
       break;
     default: return false;
   }
