@@ -166,6 +166,41 @@ bool run_conv(const Kernel& k, Buffer& out) {
 
 // ---- max pooling ----------------------------------------------------------------------------------
 
+// The common 2x2, stride 2 case as straight-line, vectorisable code: `grad` null for the
+// forward pass (dst is the pooled plane), else the pooled gradient (dst is the input's plane).
+template <class T> void pool_2x2(const T* plane, T* dst, const Window2d& g, const T* grad) {
+  constexpr T nan = std::numeric_limits<T>::quiet_NaN();
+  for (std::int64_t i = 0; i < g.oh; ++i) {
+    const T* r0 = plane + 2 * i * g.w;
+    const T* r1 = r0 + g.w;
+    if (grad == nullptr) {
+      T* o = dst + i * g.ow;
+      for (std::int64_t j = 0; j < g.ow; ++j) {
+        const T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+        const T ab = a > b ? a : b, cd = c > d ? c : d;
+        const bool any_nan = (a != a) | (b != b) | (c != c) | (d != d);
+        o[j] = any_nan ? nan : (ab > cd ? ab : cd);
+      }
+      continue;
+    }
+    T* d0 = dst + 2 * i * g.w;
+    T* d1 = d0 + g.w;
+    const T* gi = grad + i * g.ow;
+    for (std::int64_t j = 0; j < g.ow; ++j) {
+      const T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+      const T ab = a > b ? a : b, cd = c > d ? c : d;
+      const bool any_nan = (a != a) | (b != b) | (c != c) | (d != d);
+      const T m = any_nan ? nan : (ab > cd ? ab : cd);
+      const int ties = (a == m) + (b == m) + (c == m) + (d == m);
+      const T each = ties > 0 ? gi[j] / static_cast<T>(ties) : T{0};
+      d0[2 * j] = a == m ? each : T{0};
+      d0[2 * j + 1] = b == m ? each : T{0};
+      d1[2 * j] = c == m ? each : T{0};
+      d1[2 * j + 1] = d == m ? each : T{0};
+    }
+  }
+}
+
 // The same semantics as the reference kernel (ties share the gradient), one plane per task.
 template <class T> void pool(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;
@@ -181,6 +216,10 @@ template <class T> void pool(const Kernel& k, Buffer& out) {
       if (n.op == Op::max_pool2d_grad) std::fill(dst, dst + g.h * g.w, T{0});
       // Without padding every window lies inside the plane: no bounds checks.
       const bool inside = g.ph == 0 && g.pw == 0;
+      if (inside && g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1) {
+        pool_2x2(plane, dst, g, n.op == Op::max_pool2d_grad ? grad->data + p * g.oh * g.ow : nullptr);
+        continue;
+      }
       for (std::int64_t i = 0; i < g.oh; ++i)
         for (std::int64_t j = 0; j < g.ow; ++j) {
           T best{};
