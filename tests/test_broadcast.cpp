@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -17,21 +18,9 @@ using kiln::ErrorCode;
 using kiln::Shape;
 using kiln::Tensor;
 
-template <class F>
-ErrorCode code_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.code();
-  }
-  return ErrorCode::none;
-}
+using kiln_test::code_of;
 
-std::int64_t numel_of(const Shape& s) {
-  std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
+using kiln_test::numel_of;
 
 // Values start, start + 1, ... as f64 (exact, so sums and products compare exactly).
 std::vector<double> iota_values(const Shape& s, double start) {

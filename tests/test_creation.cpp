@@ -22,15 +22,7 @@ using kiln::ErrorCode;
 using kiln::Shape;
 using kiln::Tensor;
 
-template <class F>
-ErrorCode code_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.code();
-  }
-  return ErrorCode::none;
-}
+using kiln_test::code_of;
 
 using I32 = std::vector<std::int32_t>;
 using I64 = std::vector<std::int64_t>;

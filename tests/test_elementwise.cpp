@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -20,15 +21,7 @@ using kiln::ErrorCode;
 using kiln::Shape;
 using kiln::Tensor;
 
-template <class F>
-ErrorCode code_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.code();
-  }
-  return ErrorCode::none;
-}
+using kiln_test::code_of;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -57,11 +58,7 @@ struct Row {
   bool second_order = true;
 };
 
-std::int64_t numel_of(const Shape& s) {
-  std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
+using kiln_test::numel_of;
 
 double uniform_in(Rng& rng, double lo, double hi) {
   return std::uniform_real_distribution<double>(lo, hi)(rng);

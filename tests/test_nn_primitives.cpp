@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -25,14 +26,7 @@ using kiln::Tensor;
 using Vd = std::vector<double>;
 using Vf = std::vector<float>;
 
-template <class F> kiln::ErrorCode code_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.code();
-  }
-  return kiln::ErrorCode::none;
-}
+using kiln_test::code_of;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 

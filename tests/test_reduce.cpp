@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -20,15 +21,7 @@ using kiln::ErrorCode;
 using kiln::Shape;
 using kiln::Tensor;
 
-template <class F>
-ErrorCode code_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.code();
-  }
-  return ErrorCode::none;
-}
+using kiln_test::code_of;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -39,11 +32,7 @@ using F64 = std::vector<double>;
 Tensor i32(I32 v, Shape s) { return Tensor::from(v, std::move(s)); }
 Tensor f64(F64 v, Shape s) { return Tensor::from(v, std::move(s)); }
 
-std::int64_t numel_of(const Shape& s) {
-  std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
+using kiln_test::numel_of;
 
 // 0, 1, 2, ... in shape `s`, f64.
 Tensor iota(const Shape& s) {

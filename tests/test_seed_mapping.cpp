@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -27,14 +28,7 @@ using Vd = std::vector<double>;
 using Vf = std::vector<float>;
 using I64 = std::vector<std::int64_t>;
 
-template <class F> kiln::ErrorCode code_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.code();
-  }
-  return kiln::ErrorCode::none;
-}
+using kiln_test::code_of;
 
 ::testing::AssertionResult all_near(const Vd& got, const Vd& want, double tol = 1e-12) {
   if (got.size() != want.size())

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -22,14 +23,7 @@ using kiln::Tensor;
 using Vd = std::vector<double>;
 using Vi64 = std::vector<std::int64_t>;
 
-template <class F> kiln::ErrorCode code_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.code();
-  }
-  return kiln::ErrorCode::none;
-}
+using kiln_test::code_of;
 
 // Checks that f() throws kiln::Error with `code` and that the message contains every one of
 // `words` (typically the op's name).

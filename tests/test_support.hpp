@@ -1,7 +1,28 @@
 // Helpers shared by the test files.
 #pragma once
 
+#include <cstdint>
+
+#include "kiln/error.hpp"
+#include "kiln/types.hpp"
+
 namespace kiln_test {
+
+inline std::int64_t numel_of(const kiln::Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+// The code of the kiln::Error that f() throws, or none.
+template <class F> kiln::ErrorCode code_of(F f) {
+  try {
+    f();
+  } catch (const kiln::Error& e) {
+    return e.code();
+  }
+  return kiln::ErrorCode::none;
+}
 
 // Sanitizer and debug builds run several times slower: time limits are relaxed there.
 inline bool slow_build() {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -24,20 +25,9 @@ using kiln::Tensor;
 using Vd = std::vector<double>;
 using I64s = std::vector<std::int64_t>;
 
-template <class F> kiln::ErrorCode code_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e.code();
-  }
-  return kiln::ErrorCode::none;
-}
+using kiln_test::code_of;
 
-std::int64_t numel_of(const Shape& s) {
-  std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
+using kiln_test::numel_of;
 
 std::vector<std::int64_t> strides_of(const Shape& s) {
   std::vector<std::int64_t> st(s.size(), 1);
