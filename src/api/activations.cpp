@@ -21,16 +21,22 @@ Tensor stable_shift(const Tensor& a, int axis) {
 }
 }  // namespace
 
-Tensor softmax(const Tensor& a, int axis) {
-  detail::node_of(a, "softmax");
-  const Tensor e = exp(a - stable_shift(a, axis));
-  return e / sum(e, {axis}, true);
+namespace {
+Tensor normalised(detail::Op op, const Tensor& a, int axis) {
+  const std::string_view name = detail::op_info(op).name;
+  detail::node_of(a, name);
+  const int ax = detail::normalize_axis(name, axis, a.rank(), a.shape());
+  detail::Attrs attrs;
+  attrs.axes = {ax};
+  return detail::make_node(op, detail::result_type(op, a.dtype()), a.shape(), {a.node()},
+                           std::move(attrs));
 }
+}  // namespace
+
+Tensor softmax(const Tensor& a, int axis) { return normalised(detail::Op::softmax, a, axis); }
 
 Tensor log_softmax(const Tensor& a, int axis) {
-  detail::node_of(a, "log_softmax");
-  const Tensor shifted = a - stable_shift(a, axis);
-  return shifted - log(sum(exp(shifted), {axis}, true));
+  return normalised(detail::Op::log_softmax, a, axis);
 }
 
 Tensor logsumexp(const Tensor& a, int axis, bool keepdims) {

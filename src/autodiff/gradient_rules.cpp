@@ -271,6 +271,15 @@ std::vector<Tensor> input_gradients(const Tensor& node, const Tensor& g) {
       }
       break;
     }
+    case OpKind::softmax: {
+      // y = softmax(x): dx = y * (g - sum(g * y)); y = log_softmax(x): dx = g - exp(y) * sum(g).
+      const int axis = static_cast<int>(n.attrs.axes[0]);
+      if (n.op == Op::softmax)
+        out[0] = node * (g - sum(g * node, {axis}, true));
+      else
+        out[0] = g - exp(node) * sum(g, {axis}, true);
+      break;
+    }
     case OpKind::custom: {
       if (n.op == Op::custom_map && n.attrs.custom && n.attrs.custom->derivative) {
         out[0] = g * map_elements(input(node, 0), n.attrs.custom->derivative);

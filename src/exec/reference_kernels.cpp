@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <limits>
 #include <type_traits>
 
 #include "exec/operand.hpp"
@@ -182,6 +183,38 @@ void concat_kernel(const Node& n, Buffer& out) {
   });
 }
 
+// softmax / log_softmax along one axis. The line's maximum is subtracted first (0 when it is
+// infinite, so that lines of -inf give NaN-free results where possible).
+void softmax_kernel(const Node& n, Buffer& out) {
+  const Operand a = Operand::of(*n.inputs[0]);
+  const auto axis = static_cast<std::size_t>(n.attrs.axes[0]);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < axis; ++d) outer *= n.shape[d];
+  for (std::size_t d = axis + 1; d < n.shape.size(); ++d) inner *= n.shape[d];
+  const std::int64_t len = n.shape[axis];
+  dispatch(n.dtype, [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      T* o = out.as<T>();
+      for (std::int64_t i = 0; i < outer; ++i)
+        for (std::int64_t k = 0; k < inner; ++k) {
+          auto at = [&](std::int64_t j) { return (i * len + j) * inner + k; };
+          T m = -std::numeric_limits<T>::infinity();
+          for (std::int64_t j = 0; j < len; ++j) m = std::max(m, a.get<T>(at(j)));
+          if (!std::isfinite(m)) m = 0;
+          double total = 0;
+          for (std::int64_t j = 0; j < len; ++j) total += std::exp(double(a.get<T>(at(j)) - m));
+          for (std::int64_t j = 0; j < len; ++j) {
+            const T shifted = a.get<T>(at(j)) - m;
+            o[at(j)] = n.op == Op::softmax ? static_cast<T>(std::exp(double(shifted)) / total)
+                                           : static_cast<T>(shifted - std::log(total));
+          }
+        }
+    } else {
+      unsupported(n);
+    }
+  });
+}
+
 void random_kernel(const Node& n, Buffer& out) {
   const std::int64_t count = out.numel();
   if (n.dtype == DType::f32) {
@@ -231,6 +264,7 @@ void run_reference_kernel(const Node& n, Buffer& out) {
     case OpKind::indexing:
     case OpKind::custom: return run_reference_indexing_kernel(n, out);
     case OpKind::window2d: return run_reference_window2d_kernel(n, out);
+    case OpKind::softmax: return softmax_kernel(n, out);
   }
   unsupported(n);
 }

@@ -22,6 +22,7 @@ enum class OpKind : std::uint8_t {
   indexing, // data-dependent addressing: gather, scatter_add, unwindow
   custom,   // user-defined C++ callables
   window2d, // 2-D convolution and max pooling over NCHW tensors, and their gradients
+  softmax,  // normalisation along attrs.axes[0]: softmax, log_softmax
 };
 
 // How the result type follows from the operand types.
@@ -105,7 +106,9 @@ enum class TypeRule : std::uint8_t {
   X(conv2d_grad_input, window2d, 2, same)    \
   X(conv2d_grad_weight, window2d, 2, same)   \
   X(max_pool2d, window2d, 1, same)           \
-  X(max_pool2d_grad, window2d, 2, same)
+  X(max_pool2d_grad, window2d, 2, same)      \
+  X(softmax, softmax, 1, float_valued)       \
+  X(log_softmax, softmax, 1, float_valued)
 
 enum class Op : std::uint8_t {
 #define KILN_OP_ENUM(name, kind, arity, rule) name,

@@ -14,6 +14,7 @@
 
 #include "exec/cpu/chunk_ops.hpp"
 #include "exec/cpu/gemm.hpp"
+#include "exec/cpu/softmax.hpp"
 #include "exec/cpu/source.hpp"
 #include "exec/cpu/thread_pool.hpp"
 #include "exec/cpu/window2d.hpp"
@@ -525,12 +526,15 @@ void run_reduce(const Kernel& k) {
           for (std::int64_t w = begin; w < end; ++w) {
             const std::int64_t row = w / parts, part = w % parts;
             const std::int64_t from = reduced * part / parts, to = reduced * (part + 1) / parts;
-            Accumulator<T>& acc = partial[w];
+            // Accumulate locally: neighbouring slots of `partial` share cache lines between
+            // threads, and writing them per chunk would make the threads fight over them.
+            Accumulator<T> acc{root.op};
             acc.start();
             for (std::int64_t s = from; s < to; s += kChunk) {
               const std::int64_t n = std::min(kChunk, to - s);
               acc.add(producer.values<T>(row * reduced + s, n, chunk.data()), n, s);
             }
+            partial[w] = acc;
           }
         });
         for (std::int64_t row = 0; row < outer; ++row) {
@@ -594,7 +598,9 @@ void run_matmul(const Kernel& k) {
 void run_single(const Kernel& k) {
   Node& root = *k.root;
   auto out = std::make_shared<Buffer>(root.dtype, root.numel());
-  const bool fast = root.info().kind == OpKind::window2d && run_window2d(k, *out);
+  const OpKind kind = root.info().kind;
+  const bool fast = (kind == OpKind::window2d && run_window2d(k, *out)) ||
+                    (kind == OpKind::softmax && run_softmax(k, *out));
   if (!fast) run_reference_kernel(root, *out);
   root.result = std::move(out);
 }

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "exec/fusion.hpp"
 #include "graph/buffer.hpp"
 #include "graph/view.hpp"
 
@@ -29,6 +30,25 @@ class Source {
   std::shared_ptr<Buffer> staged_;  // owns the materialised lower layers, when there are any
   bool row_major_ = true;
   ViewLayer layer_;
+};
+
+// An input of a kernel as contiguous row-major values of type T: the buffer itself when it is
+// that already, else a converted copy.
+template <class T> struct Contiguous {
+  std::shared_ptr<Buffer> copy;
+  const T* data;
+  explicit Contiguous(const KernelInput& in) {
+    const Buffer& b = *in.node->result;
+    if (b.dtype() == dtype_of_v<T> && (in.view == nullptr || in.view->is_identity())) {
+      data = b.as<T>();
+      return;
+    }
+    const Source src(b, in.view);
+    const std::int64_t n = in.view ? shape_numel(in.view->shape()) : b.numel();
+    copy = std::make_shared<Buffer>(dtype_of_v<T>, n);
+    src.read(0, n, copy->data(), dtype_of_v<T>);
+    data = copy->as<T>();
+  }
 };
 
 // Copies n values of type `from` to type `to` (with kiln's conversion rules).

@@ -19,25 +19,6 @@ namespace kiln::detail::cpu {
 
 namespace {
 
-// An input as contiguous values of type T: the buffer itself when it is already that, else a
-// converted copy.
-template <class T> struct Contiguous {
-  std::shared_ptr<Buffer> copy;
-  const T* data;
-  explicit Contiguous(const KernelInput& in) {
-    const Buffer& b = *in.node->result;
-    if (b.dtype() == dtype_of_v<T> && (in.view == nullptr || in.view->is_identity())) {
-      data = b.as<T>();
-      return;
-    }
-    const Source src(b, in.view);
-    const std::int64_t n = in.view ? shape_numel(in.view->shape()) : b.numel();
-    copy = std::make_shared<Buffer>(dtype_of_v<T>, n);
-    src.read(0, n, copy->data(), dtype_of_v<T>);
-    data = copy->as<T>();
-  }
-};
-
 // ---- convolution through oneDNN ---------------------------------------------------------------
 
 using dnnl::memory;
