@@ -24,8 +24,12 @@ template <class T> void rows(const Node& n, const T* x, T* o, std::int64_t count
       const T* in = x + r * len;
       T* out = o + r * len;
       T m = -std::numeric_limits<T>::infinity();
-      for (std::int64_t j = 0; j < len; ++j) m = in[j] > m ? in[j] : m;
-      if (!std::isfinite(m)) m = 0;  // as the reference: a line of infinities is not shifted
+      if constexpr (std::is_same_v<T, float>) {
+        m = loops.row_max_f32(in, len);
+      } else {
+        for (std::int64_t j = 0; j < len; ++j) m = in[j] > m ? in[j] : m;
+      }
+      if (!std::isfinite(m)) m = 0;  // NaN rows stay NaN through the exponentials below  // as the reference: a line of infinities is not shifted
       for (std::int64_t j = 0; j < len; ++j) out[j] = in[j] - m;
       T* e = n.op == Op::softmax ? out : scratch.data();
       exp_row(out, e);
