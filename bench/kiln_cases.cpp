@@ -1,0 +1,74 @@
+// The kiln side of every workload. Each run() builds a new expression and calls eval() on it:
+// results are kept per graph node, so evaluating the same node again would compute nothing.
+#include <kiln/kiln.hpp>
+
+#include "bench.hpp"
+
+namespace bench {
+
+namespace {
+
+kiln::Tensor leaf(const std::vector<float>& data, const Dims& dims) {
+  kiln::Tensor t = kiln::Tensor::from(data.data(), kiln::Shape(dims.begin(), dims.end()));
+  t.eval();
+  return t;
+}
+
+class KilnCase : public Case {
+ public:
+  KilnCase(const Workload& w, const Inputs& inputs) : w_(w) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) in_.push_back(leaf(inputs[i], w.inputs[i]));
+  }
+
+  void run() override {
+    out_ = kiln::Tensor();  // drop the previous graph before building the next one
+    out_ = build();
+    out_.eval();
+  }
+
+  std::vector<float> result() override { return out_.to_vector<float>(); }
+
+ private:
+  kiln::Tensor build() const {
+    const auto& a = in_[0];
+    switch (w_.kind) {
+      case Kind::expression: return kiln::exp(kiln::sin(a) * in_[1] + in_[2]) / 2.0f;
+      case Kind::row_add: return a + in_[1];
+      case Kind::sum_axis0: return kiln::sum(a, {0});
+      case Kind::sum_axis1: return kiln::sum(a, {1});
+      case Kind::sum_all: return kiln::sum(a);
+      case Kind::matmul: return kiln::matmul(a, in_[1]);
+      case Kind::conv2d: {
+        kiln::Conv2dOptions options;
+        options.padding = {1, 1};
+        return kiln::conv2d(a, in_[1], kiln::Tensor(), options);
+      }
+      case Kind::softmax: return kiln::softmax(a, -1);
+      case Kind::log_softmax: return kiln::log_softmax(a, -1);
+      case Kind::max_pool2d: return kiln::max_pool2d(a, {2, 2});
+      case Kind::op_chain_lazy:
+      case Kind::op_chain_eager: {
+        const bool each = w_.kind == Kind::op_chain_eager;
+        kiln::Tensor x = a;
+        for (int i = 0; i < w_.ops; ++i) {
+          x = x + 1.0f;
+          if (each) x.eval();
+        }
+        return x;
+      }
+    }
+    throw std::logic_error("kiln_bench: unknown workload kind");
+  }
+
+  const Workload& w_;
+  std::vector<kiln::Tensor> in_;
+  kiln::Tensor out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Case> make_kiln_case(const Workload& w, const Inputs& inputs) {
+  return std::make_unique<KilnCase>(w, inputs);
+}
+
+}  // namespace bench

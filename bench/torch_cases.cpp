@@ -1,0 +1,74 @@
+// The libtorch side of every workload: eager functional ops, as a libtorch user writes them.
+// Every op of an eager call computes its result at once, so run() materialises the result.
+// Runs under c10::InferenceMode (no autograd bookkeeping), libtorch's fastest eager setting.
+#include <torch/torch.h>
+
+#include "bench.hpp"
+
+namespace bench {
+
+namespace {
+
+torch::Tensor leaf(const std::vector<float>& data, const Dims& dims) {
+  return torch::from_blob(const_cast<float*>(data.data()), torch::IntArrayRef(dims),
+                          torch::kFloat)
+      .clone();
+}
+
+class TorchCase : public Case {
+ public:
+  TorchCase(const Workload& w, const Inputs& inputs) : w_(w) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) in_.push_back(leaf(inputs[i], w.inputs[i]));
+  }
+
+  void run() override {
+    c10::InferenceMode inference;
+    out_ = torch::Tensor();
+    out_ = compute();
+  }
+
+  std::vector<float> result() override {
+    const torch::Tensor t = out_.contiguous().to(torch::kFloat);
+    const float* p = t.data_ptr<float>();
+    return std::vector<float>(p, p + t.numel());
+  }
+
+ private:
+  torch::Tensor compute() const {
+    const auto& a = in_[0];
+    switch (w_.kind) {
+      case Kind::expression: return torch::exp(torch::sin(a) * in_[1] + in_[2]) / 2;
+      case Kind::row_add: return a + in_[1];
+      case Kind::sum_axis0: return a.sum(0);
+      case Kind::sum_axis1: return a.sum(1);
+      case Kind::sum_all: return a.sum();
+      case Kind::matmul: return torch::matmul(a, in_[1]);
+      case Kind::conv2d: return torch::conv2d(a, in_[1], {}, /*stride=*/1, /*padding=*/1);
+      case Kind::softmax: return torch::softmax(a, -1);
+      case Kind::log_softmax: return torch::log_softmax(a, -1);
+      case Kind::max_pool2d: return torch::max_pool2d(a, {2, 2});
+      case Kind::op_chain_lazy:
+      case Kind::op_chain_eager: {
+        // Eager: each op is evaluated when it is called, so both rows run the same loop.
+        torch::Tensor x = a;
+        for (int i = 0; i < w_.ops; ++i) x = x + 1;
+        return x;
+      }
+    }
+    throw std::logic_error("kiln_bench: unknown workload kind");
+  }
+
+  const Workload& w_;
+  std::vector<torch::Tensor> in_;
+  torch::Tensor out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Case> make_torch_case(const Workload& w, const Inputs& inputs) {
+  return std::make_unique<TorchCase>(w, inputs);
+}
+
+std::string torch_version() { return TORCH_VERSION; }
+
+}  // namespace bench

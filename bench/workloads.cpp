@@ -1,0 +1,82 @@
+// The workloads of issue 6's benchmark table and their input data.
+#include <random>
+
+#include "bench.hpp"
+
+namespace bench {
+
+namespace {
+
+constexpr double kF32 = 4.0;  // bytes per element
+
+double count(const Dims& d) {
+  double n = 1;
+  for (auto x : d) n *= static_cast<double>(x);
+  return n;
+}
+
+Workload memory_bound(std::string name, Kind kind, std::vector<Dims> inputs, double bytes) {
+  return Workload{std::move(name), kind, std::move(inputs), bytes, 0, false};
+}
+
+Workload compute_bound(std::string name, Kind kind, std::vector<Dims> inputs) {
+  return Workload{std::move(name), kind, std::move(inputs), 0, 0, true};
+}
+
+}  // namespace
+
+std::vector<Workload> all_workloads() {
+  std::vector<Workload> w;
+  const double n10m = 10'000'000;
+  // Three reads and one write.
+  w.push_back(memory_bound("exp(sin(a)*b+c)/2 10M", Kind::expression,
+                           {{10'000'000}, {10'000'000}, {10'000'000}}, 4 * n10m * kF32));
+  // Read the matrix and the row, write the result.
+  w.push_back(memory_bound("row add [1000,1000]+[1000]", Kind::row_add, {{1000, 1000}, {1000}},
+                           (2 * 1e6 + 1000) * kF32));
+  // One read (the small output is counted too).
+  const Dims big{4096, 4096};
+  w.push_back(memory_bound("sum [4096,4096] axis 0", Kind::sum_axis0, {big},
+                           (count(big) + 4096) * kF32));
+  w.push_back(memory_bound("sum [4096,4096] axis 1", Kind::sum_axis1, {big},
+                           (count(big) + 4096) * kF32));
+  w.push_back(memory_bound("sum [4096,4096] all", Kind::sum_all, {big}, count(big) * kF32));
+  for (std::int64_t n : {256, 512, 1024, 2048}) {
+    const std::string s = std::to_string(n);
+    w.push_back(compute_bound("matmul " + s + "x" + s, Kind::matmul, {{n, n}, {n, n}}));
+  }
+  w.push_back(compute_bound("matmul [64,128,128]@[64,128,128]", Kind::matmul,
+                            {{64, 128, 128}, {64, 128, 128}}));
+  w.push_back(compute_bound("conv2d [8,64,56,56]*[64,64,3,3] pad 1", Kind::conv2d,
+                            {{8, 64, 56, 56}, {64, 64, 3, 3}}));
+  w.push_back(compute_bound("conv2d [32,3,64,64]*[16,3,3,3] pad 1", Kind::conv2d,
+                            {{32, 3, 64, 64}, {16, 3, 3, 3}}));
+  // Rows of 4 KB stay in L1 between the passes: one read and one write.
+  const Dims logits{4096, 1000};
+  w.push_back(memory_bound("softmax [4096,1000]", Kind::softmax, {logits},
+                           2 * count(logits) * kF32));
+  w.push_back(memory_bound("log_softmax [4096,1000]", Kind::log_softmax, {logits},
+                           2 * count(logits) * kF32));
+  const Dims image{32, 16, 62, 62};
+  w.push_back(memory_bound("max_pool2d 2x2 [32,16,62,62]", Kind::max_pool2d, {image},
+                           1.25 * count(image) * kF32));
+  w.push_back(Workload{"10k x=x+1 on [4], one eval (us/op)", Kind::op_chain_lazy, {{4}}, 0,
+                       10'000, false});
+  w.push_back(Workload{"10k x=x+1 on [4], eval each (us/op)", Kind::op_chain_eager, {{4}}, 0,
+                       10'000, false});
+  return w;
+}
+
+Inputs make_inputs(const Workload& w) {
+  std::mt19937 gen(1234);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Inputs in;
+  for (const Dims& d : w.inputs) {
+    std::vector<float> v(static_cast<std::size_t>(count(d)));
+    for (float& x : v) x = dist(gen);
+    in.push_back(std::move(v));
+  }
+  return in;
+}
+
+}  // namespace bench
