@@ -253,19 +253,24 @@ void expect_values(const nn::Parameter& p, const std::vector<double>& want, doub
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
 }
 
+// One optimiser step on half_square(p): evaluated in one pass (step(loss)) or PyTorch-style
+// (backward(), then step()).
+template <class Optimizer>
+void optimizer_step(Optimizer& opt, const nn::Parameter& p, bool one_pass) {
+  const Tensor loss = half_square(p);
+  if (one_pass) {
+    opt.step(loss);
+  } else {
+    loss.backward();
+    opt.step();
+  }
+}
+
 TEST(NnOptim, SgdMomentumHandComputed) {
   for (bool one_pass : {false, true}) {
     nn::Parameter p("p", kiln::tensor({1.f, -2.f}));
     nn::SGD opt({p}, {.lr = 0.1, .momentum = 0.9});
-    auto step = [&] {
-      const Tensor loss = half_square(p);
-      if (one_pass) {
-        opt.step(loss);
-      } else {
-        loss.backward();
-        opt.step();
-      }
-    };
+    auto step = [&] { optimizer_step(opt, p, one_pass); };
     // Step 1: g = [1, -2], buf = g, p = p - 0.1 buf = [0.9, -1.8].
     step();
     expect_values(p, {0.9, -1.8}, 1e-6);
@@ -303,15 +308,7 @@ TEST(NnOptim, AdamOneAndTwoStepsHandComputed) {
   for (bool one_pass : {false, true}) {
     nn::Parameter p("p", kiln::tensor({1.f, -2.f}));
     nn::Adam opt({p}, {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8});
-    auto step = [&] {
-      const Tensor loss = half_square(p);
-      if (one_pass) {
-        opt.step(loss);
-      } else {
-        loss.backward();
-        opt.step();
-      }
-    };
+    auto step = [&] { optimizer_step(opt, p, one_pass); };
     // Step 1: the bias-corrected m and v are g and g^2, so p moves by lr * sign(g).
     step();
     expect_values(p, {0.9, -1.9}, 1e-6);
