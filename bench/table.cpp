@@ -7,13 +7,23 @@
 
 namespace bench {
 
-namespace {
+void print_cells(std::ostream& os, const std::vector<Column>& columns,
+                 const std::vector<std::string>& cells) {
+  os << "|";
+  for (std::size_t i = 0; i < cells.size() && i < columns.size(); ++i)
+    os << " " << std::left << std::setw(columns[i].width) << cells[i] << " |";
+  os << "\n" << std::flush;
+}
 
-const std::vector<std::pair<const char*, int>> kColumns{
-    {"workload", 38},      {"threads", 7},     {"kiln ms", 11},
-    {"libtorch ms", 11},   {"ratio (libtorch/kiln)", 21},
-    {"memory bound ms", 15}, {"kiln/bound", 10}, {"libtorch config", 15},
-    {"check vs libtorch", 17}};
+void print_header(std::ostream& os, const std::vector<Column>& columns) {
+  std::vector<std::string> names, rules;
+  for (const Column& c : columns) {
+    names.push_back(c.name);
+    rules.emplace_back(static_cast<std::size_t>(c.width), '-');
+  }
+  print_cells(os, columns, names);
+  print_cells(os, columns, rules);
+}
 
 std::string number(double v) {
   char buf[32];
@@ -24,12 +34,6 @@ std::string number(double v) {
   return buf;
 }
 
-std::string time_cell(double seconds, int ops) {
-  if (seconds < 0) return "n/a";
-  if (ops > 0) return number(seconds * 1e6 / ops) + " us/op";
-  return number(seconds * 1e3);
-}
-
 std::string ratio_cell(double num, double den) {
   if (num < 0 || den <= 0) return "n/a";
   char buf[32];
@@ -37,34 +41,32 @@ std::string ratio_cell(double num, double den) {
   return buf;
 }
 
-void print_cells(std::ostream& os, const std::vector<std::string>& cells) {
-  os << "|";
-  for (std::size_t i = 0; i < cells.size(); ++i)
-    os << " " << std::left << std::setw(kColumns[i].second) << cells[i] << " |";
-  os << "\n";
+namespace {
+
+const std::vector<Column> kColumns{
+    {"workload", 38},      {"threads", 7},     {"kiln ms", 11},
+    {"libtorch ms", 11},   {"ratio (libtorch/kiln)", 21},
+    {"memory bound ms", 15}, {"kiln/bound", 10}, {"libtorch config", 15},
+    {"check vs libtorch", 17}};
+
+std::string time_cell(double seconds, int ops) {
+  if (seconds < 0) return "n/a";
+  if (ops > 0) return number(seconds * 1e6 / ops) + " us/op";
+  return number(seconds * 1e3);
 }
 
 }  // namespace
 
-void print_header(std::ostream& os) {
-  std::vector<std::string> names, rules;
-  for (const auto& [name, width] : kColumns) {
-    names.emplace_back(name);
-    rules.emplace_back(static_cast<std::size_t>(width), '-');
-  }
-  print_cells(os, names);
-  print_cells(os, rules);
-  os << std::flush;
-}
+void print_header(std::ostream& os) { print_header(os, kColumns); }
 
 void print_row(std::ostream& os, const Row& r) {
-  print_cells(os, {r.workload, std::to_string(r.threads), time_cell(r.kiln_s, r.ops),
-                   time_cell(r.torch_s, r.ops), ratio_cell(r.torch_s, r.kiln_s),
-                   r.bound_s < 0 ? "-" : number(r.bound_s * 1e3),
-                   r.bound_s < 0 ? "-" : ratio_cell(r.kiln_s, r.bound_s),
-                   r.torch_config.empty() ? "n/a" : r.torch_config,
-                   r.check.empty() ? "n/a" : r.check});
-  os << std::flush;
+  print_cells(os, kColumns,
+              {r.workload, std::to_string(r.threads), time_cell(r.kiln_s, r.ops),
+               time_cell(r.torch_s, r.ops), ratio_cell(r.torch_s, r.kiln_s),
+               r.bound_s < 0 ? "-" : number(r.bound_s * 1e3),
+               r.bound_s < 0 ? "-" : ratio_cell(r.kiln_s, r.bound_s),
+               r.torch_config.empty() ? "n/a" : r.torch_config,
+               r.check.empty() ? "n/a" : r.check});
 }
 
 }  // namespace bench

@@ -1,11 +1,30 @@
-// The result table, printed as Markdown one row at a time (so progress shows while it runs).
+// Result tables, printed as Markdown one row at a time (so progress shows while they run): the
+// generic pieces (columns, cells, number formats) shared by kiln_bench and kiln_train_bench, and
+// kiln_bench's own row.
 #pragma once
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace bench {
 
+// ---- generic pieces ---------------------------------------------------------------------------
+struct Column {
+  std::string name;
+  int width;  // cells are padded to this many characters
+};
+
+void print_header(std::ostream& os, const std::vector<Column>& columns);
+// One row; `cells` has one entry per column.
+void print_cells(std::ostream& os, const std::vector<Column>& columns,
+                 const std::vector<std::string>& cells);
+// About three significant digits, without exponent for values of 1 and more.
+std::string number(double v);
+// "1.23x" for num / den; "n/a" when either is missing (num < 0 or den <= 0).
+std::string ratio_cell(double num, double den);
+
+// ---- kiln_bench's table -----------------------------------------------------------------------
 struct Row {
   std::string workload;
   int threads = 1;
