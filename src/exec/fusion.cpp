@@ -45,7 +45,7 @@ class Scheduler {
     for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
       Node* n = *it;
       if (fused.count(n)) continue;
-      Kernel k{kind_of(*n), n, {}, {}};
+      Kernel k{kind_of(*n), n, {}, {}, {}};
       if (k.kind == Kernel::Kind::elementwise) {
         collect(n, k, fused);
       } else if (k.kind == Kernel::Kind::reduce) {
@@ -130,6 +130,62 @@ class Scheduler {
   std::unordered_map<Node*, int> uses_;
 };
 
+}  // namespace
+
+namespace {
+
+// Takes each elementwise kernel into the elementwise kernel that reads its result when that is
+// the result's only reader, they have the same number of elements and the result is read in
+// order (every time it is read): the merged kernel computes both in one pass over memory and stores both. Kernels that
+// are merged away are left empty (root null) and dropped.
+void merge_multi_output(std::vector<Kernel>& kernels) {
+  std::unordered_map<const Node*, int> readers;  // kernels reading each node
+  for (const Kernel& k : kernels) {
+    std::unordered_set<const Node*> seen;
+    for (const KernelInput& in : k.inputs)
+      if (seen.insert(in.node).second) ++readers[in.node];
+  }
+  std::unordered_map<const Node*, std::size_t> producer;  // root -> kernel index
+  for (std::size_t i = 0; i < kernels.size(); ++i)
+    if (kernels[i].kind == Kernel::Kind::elementwise) producer[kernels[i].root] = i;
+  for (Kernel& k : kernels) {
+    if (k.kind != Kernel::Kind::elementwise) continue;
+    for (std::size_t i = 0; i < k.inputs.size(); ++i) {
+      const KernelInput& in = k.inputs[i];
+      const auto it = producer.find(in.node);
+      if (it == producer.end() || readers[in.node] != 1) continue;
+      const bool in_order = std::all_of(k.inputs.begin(), k.inputs.end(), [&](const KernelInput& other) {
+        return other.node != in.node || !other.view || other.view->is_identity();
+      });
+      if (!in_order) continue;
+      Kernel& p = kernels[it->second];
+      if (&p == &k || p.root == nullptr || p.root->numel() != k.root->numel()) continue;
+      Node* const merged = p.root;
+      std::vector<Node*> body = std::move(p.body);
+      body.insert(body.end(), k.body.begin(), k.body.end());
+      k.body = std::move(body);
+      std::vector<KernelInput> inputs = std::move(p.inputs);
+      for (const KernelInput& own : k.inputs)
+        if (own.node != merged) inputs.push_back(own);
+      k.inputs = std::move(inputs);
+      k.stored.push_back(merged);
+      k.stored.insert(k.stored.end(), p.stored.begin(), p.stored.end());
+      producer.erase(it);
+      p = Kernel{Kernel::Kind::elementwise, nullptr, {}, {}, {}};
+      i = static_cast<std::size_t>(-1);  // the inputs changed: look at them again
+    }
+  }
+  std::erase_if(kernels, [](const Kernel& k) { return k.root == nullptr; });
+}
+
+}  // namespace
+
+std::vector<Kernel> schedule(std::span<Node* const> targets) {
+  std::vector<Kernel> kernels = Scheduler(targets).run();
+  merge_multi_output(kernels);
+  return kernels;
+}
+
 const char* kind_name(Kernel::Kind k) {
   switch (k) {
     case Kernel::Kind::elementwise: return "elementwise";
@@ -140,10 +196,6 @@ const char* kind_name(Kernel::Kind k) {
   }
   return "?";
 }
-
-}  // namespace
-
-std::vector<Kernel> schedule(std::span<Node* const> targets) { return Scheduler(targets).run(); }
 
 std::string describe(const std::vector<Kernel>& kernels) {
   std::ostringstream os;
@@ -157,6 +209,8 @@ std::string describe(const std::vector<Kernel>& kernels) {
     os << "kernel " << i << " (" << kind_name(k.kind) << ") -> " << name(k.root) << " "
        << k.root->info().name << " " << dtype_name(k.root->dtype) << shape_to_string(k.root->shape)
        << "\n";
+    for (const Node* n : k.stored)
+      os << "  also stores " << name(n) << " " << n->info().name << "\n";
     if (!k.body.empty()) {
       os << "  fused:";
       for (const Node* n : k.body) os << " " << name(n) << "=" << n->info().name;

@@ -32,12 +32,17 @@ struct Kernel {
   Node* root;
   std::vector<Node*> body;  // fused elementwise nodes, inputs first
   std::vector<KernelInput> inputs;
+  // Body nodes other than root whose values are stored too (elementwise kernels only): a
+  // kernel that consumes all uses of another kernel's result takes that kernel in, so values
+  // such as an optimiser's new state and the new parameter computed from it come from one pass.
+  std::vector<Node*> stored;
 };
 
 // Whether the fused interpreter evaluates this op per element.
 bool is_elementwise(const Node& node);
 
 std::vector<Kernel> schedule(std::span<Node* const> targets);
+const char* kind_name(Kernel::Kind kind);
 std::string describe(const std::vector<Kernel>& kernels);
 
 }  // namespace kiln::detail

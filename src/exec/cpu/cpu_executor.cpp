@@ -1,8 +1,11 @@
 // The fast CPU executor: runs the schedule's kernels. Fused elementwise kernels are interpreted
 // without a compile step, chunk by chunk (each chunk small enough to stay in L1), with
 // vectorised loops; reductions consume their fused producers the same way; matmul calls oneDNN
-// (f32) or OpenBLAS (f64); every other op runs its reference kernel. Work is split over the
+// (f32) or OpenBLAS (f64); convolution, pooling, softmax and gather have kernels of their own;
+// every other op runs its reference kernel. Work is split over the
 // thread pool.
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -14,11 +17,13 @@
 
 #include "exec/cpu/chunk_ops.hpp"
 #include "exec/cpu/gemm.hpp"
+#include "exec/cpu/indexing.hpp"
 #include "exec/cpu/softmax.hpp"
 #include "exec/cpu/source.hpp"
 #include "exec/cpu/thread_pool.hpp"
 #include "exec/cpu/window2d.hpp"
 #include "exec/fusion.hpp"
+#include "exec/kernel_profile.hpp"
 #include "exec/operand.hpp"
 #include "exec/reference_kernels.hpp"
 #include "exec/scalar_ops.hpp"
@@ -49,6 +54,8 @@ struct Instruction {
   int load = -1;  // a source index, or -1 for a step
   Step step;
   int out = 0;    // register
+  int store = -1;  // for a step whose node the kernel also stores: its index in Kernel::stored
+  bool constant = false;  // a load of one value broadcast everywhere: filled once per thread
 };
 
 struct Program {
@@ -57,7 +64,13 @@ struct Program {
   std::vector<Instruction> code;
   int registers = 0;
   int result = -1;  // register
+  std::uint64_t tag = 0;  // unique per compiled program: which registers hold its constants
 };
+
+std::uint64_t next_program_tag() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
 
 DType compute_type(const Node& n, const std::vector<DType>& arg_types) {
   switch (n.info().kind) {
@@ -68,7 +81,7 @@ DType compute_type(const Node& n, const std::vector<DType>& arg_types) {
   }
 }
 
-Program compile(const std::vector<Node*>& body) {
+Program compile(const std::vector<Node*>& body, const std::vector<Node*>& stored = {}) {
   Program p;
   const std::unordered_set<const Node*> in_body(body.begin(), body.end());
   // A value is a fused node or a (node, view) pair read from memory.
@@ -97,6 +110,7 @@ Program compile(const std::vector<Node*>& body) {
     return p.registers++;
   };
   std::map<Value, std::pair<int, DType>> live;  // value -> (register, type)
+  std::unordered_set<int> constant_registers;
   for (std::size_t i = 0; i < body.size(); ++i) {
     const Node* n = body[i];
     Step s{n, n->dtype, {}, {}};
@@ -106,8 +120,12 @@ Program compile(const std::vector<Node*>& body) {
       if (it == live.end()) {  // a value from memory: load it just before its first use
         Instruction load;
         load.load = static_cast<int>(p.sources.size());
-        load.out = allocate();
         p.sources.emplace_back(*v.first->result, v.second);
+        // A broadcast scalar gets a register of its own that no other value reuses, so it is
+        // filled once per thread instead of once per chunk.
+        load.constant = p.sources.back().constant();
+        load.out = load.constant ? p.registers++ : allocate();
+        if (load.constant) constant_registers.insert(load.out);
         p.source_types.push_back(v.first->dtype);
         p.code.push_back(std::move(load));
         it = live.emplace(v, std::pair{p.code.back().out, v.first->dtype}).first;
@@ -119,12 +137,15 @@ Program compile(const std::vector<Node*>& body) {
     Instruction step;
     step.step = std::move(s);
     step.out = allocate();
+    const auto kept = std::find(stored.begin(), stored.end(), n);
+    if (kept != stored.end()) step.store = static_cast<int>(kept - stored.begin());
     // Values whose last reader is this step give their registers back.
     for (const auto& in : n->inputs) {
       const Value v = value_of(in);
       auto it = live.find(v);
       if (it != live.end() && last_use[v] == i) {
-        free_registers.push_back(it->second.first);
+        if (!constant_registers.count(it->second.first))
+          free_registers.push_back(it->second.first);
         live.erase(it);
       }
     }
@@ -132,6 +153,7 @@ Program compile(const std::vector<Node*>& body) {
     p.code.push_back(std::move(step));
   }
   p.result = p.code.back().out;
+  p.tag = next_program_tag();
   return p;
 }
 
@@ -141,11 +163,13 @@ struct Registers {
   std::vector<const void*> values;  // where each register's current values are: its storage,
                                     // or the source buffer itself for a plain load
   std::vector<std::int64_t> scratch[3];
+  std::vector<std::uint64_t> filled_by;  // the program whose constant a register holds
   void* reg(int i) { return regs[i].data(); }
   const void* value(int i) const { return values[i]; }
   void prepare(std::size_t count) {
     if (regs.size() < count) regs.resize(count);
     if (values.size() < count) values.resize(count);
+    if (filled_by.size() < count) filled_by.resize(count);
     for (auto& r : regs)
       if (r.size() < kChunk) r.resize(kChunk);
     for (auto& s : scratch)
@@ -275,14 +299,24 @@ void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
 }
 
 // Evaluates positions [start, start + n) (n <= kChunk) of the program's result into its result
-// register, or into `out` directly when it is given.
-void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t n, void* out) {
+// register, or into `out` directly when it is given. Steps of stored nodes write straight into
+// their buffers (`stored`, one per Kernel::stored entry).
+void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t n, void* out,
+               const std::vector<Buffer*>* stored = nullptr) {
   r.prepare(static_cast<std::size_t>(p.registers));
   for (std::size_t i = 0; i < p.code.size(); ++i) {
     const Instruction& ins = p.code[i];
     if (ins.load >= 0) {
       // A plain load needs no copy: the steps read the source buffer itself.
       const Source& src = p.sources[ins.load];
+      if (ins.constant) {
+        if (r.filled_by[ins.out] != p.tag) {
+          src.fill(kChunk, r.reg(ins.out), p.source_types[ins.load]);
+          r.filled_by[ins.out] = p.tag;
+        }
+        r.values[ins.out] = r.reg(ins.out);
+        continue;
+      }
       const void* direct = src.dtype() == p.source_types[ins.load] ? src.contiguous(start) : nullptr;
       if (direct != nullptr) {
         r.values[ins.out] = direct;
@@ -293,6 +327,10 @@ void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t 
     } else {
       const bool last = i + 1 == p.code.size();
       void* target = last && out ? out : r.reg(ins.out);
+      if (ins.store >= 0 && stored) {
+        Buffer& b = *(*stored)[static_cast<std::size_t>(ins.store)];
+        target = static_cast<std::byte*>(b.data()) + start * static_cast<std::int64_t>(size_of(b.dtype()));
+      }
       run_step(ins.step, r, target, n);
       r.values[ins.out] = target;
     }
@@ -323,9 +361,15 @@ struct Producer {
 };
 
 void run_elementwise(const Kernel& k) {
-  const Program p = compile(k.body);
+  const Program p = compile(k.body, k.stored);
   Node& root = *k.root;
   auto out = std::make_shared<Buffer>(root.dtype, root.numel());
+  std::vector<std::shared_ptr<Buffer>> kept;
+  std::vector<Buffer*> stored;
+  for (const Node* n : k.stored) {
+    kept.push_back(std::make_shared<Buffer>(n->dtype, n->numel()));
+    stored.push_back(kept.back().get());
+  }
   const std::int64_t chunks = (root.numel() + kChunk - 1) / kChunk;
   const std::size_t width = size_of(root.dtype);
   parallel_for(chunks, 16, [&](std::int64_t begin, std::int64_t end) {
@@ -333,10 +377,11 @@ void run_elementwise(const Kernel& k) {
     for (std::int64_t c = begin; c < end; ++c) {
       const std::int64_t start = c * kChunk;
       const std::int64_t n = std::min(kChunk, root.numel() - start);
-      run_chunk(p, r, start, n, static_cast<std::byte*>(out->data()) + start * width);
+      run_chunk(p, r, start, n, static_cast<std::byte*>(out->data()) + start * width, &stored);
     }
   });
   root.result = std::move(out);
+  for (std::size_t i = 0; i < k.stored.size(); ++i) k.stored[i]->result = std::move(kept[i]);
 }
 
 void run_materialize(const Kernel& k) {
@@ -600,7 +645,8 @@ void run_single(const Kernel& k) {
   auto out = std::make_shared<Buffer>(root.dtype, root.numel());
   const OpKind kind = root.info().kind;
   const bool fast = (kind == OpKind::window2d && run_window2d(k, *out)) ||
-                    (kind == OpKind::softmax && run_softmax(k, *out));
+                    (kind == OpKind::softmax && run_softmax(k, *out)) ||
+                    (root.op == Op::gather && run_gather(k, *out));
   if (!fast) run_reference_kernel(root, *out);
   root.result = std::move(out);
 }
@@ -618,7 +664,9 @@ class CpuExecutor final : public Executor {
   std::string_view name() const override { return "cpu"; }
 
   void execute(std::span<Node* const> targets) override {
+    const ProfileTimer scheduling;
     const std::vector<Kernel> kernels = schedule(targets);
+    if (scheduling.on()) profile_label("scheduling", scheduling.seconds());
     if (debug_enabled() && !kernels.empty())
       std::cerr << "[kiln] schedule (" << float_loops().isa << ", " << thread_count()
                 << " threads):\n"
@@ -629,12 +677,14 @@ class CpuExecutor final : public Executor {
     std::unordered_set<Node*> computed;
     for (const Kernel& k : kernels) {
       computed.insert(k.root);
+      computed.insert(k.stored.begin(), k.stored.end());
       std::unordered_set<Node*> seen;
       for (const KernelInput& in : k.inputs)
         if (seen.insert(in.node).second) ++readers[in.node];
     }
     const std::unordered_set<Node*> wanted(targets.begin(), targets.end());
     for (const Kernel& k : kernels) {
+      const ProfileTimer timer;
       switch (k.kind) {
         case Kernel::Kind::elementwise: run_elementwise(k); break;
         case Kernel::Kind::reduce: run_reduce(k); break;
@@ -642,6 +692,7 @@ class CpuExecutor final : public Executor {
         case Kernel::Kind::materialize: run_materialize(k); break;
         case Kernel::Kind::single: run_single(k); break;
       }
+      if (timer.on()) profile_kernel(k, timer.seconds());
       std::unordered_set<Node*> seen;
       for (const KernelInput& in : k.inputs) {
         Node* n = in.node;
