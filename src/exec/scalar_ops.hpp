@@ -41,7 +41,9 @@ template <class T> inline T int_pow(T base, T exponent) {
   return result;
 }
 
-template <class T> inline T unary_value(Op op, T x) {
+// Always inlined: the CPU loops call these with a constant op, and only an inlined copy lets the
+// compiler drop the switch and vectorise the loop.
+template <class T> [[gnu::always_inline]] inline T unary_value(Op op, T x) {
   if constexpr (std::is_integral_v<T>) {
     switch (op) {
       case Op::neg: return wrap_sub(T{0}, x);
@@ -89,7 +91,7 @@ template <class T> inline T unary_value(Op op, T x) {
   throw Error(ErrorCode::internal_error, std::string(op_info(op).name) + ": not a unary op");
 }
 
-template <class T> inline T binary_value(Op op, T a, T b) {
+template <class T> [[gnu::always_inline]] inline T binary_value(Op op, T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     switch (op) {
       case Op::add: return wrap_add(a, b);

@@ -22,6 +22,49 @@ void convert_values(const void* in, DType from, void* out, DType to, std::int64_
   });
 }
 
+namespace {
+
+// The same layer with fewer dimensions: dimensions of size 1 are dropped and neighbours that
+// step through memory as one dimension (stride[d] == stride[d + 1] * shape[d + 1]) are merged,
+// unless padding masks them. Row-major positions are unchanged, and reads walk longer runs:
+// a broadcast scalar becomes one run of stride 0, a contiguous slice one run of stride 1.
+ViewLayer coalesced(const ViewLayer& l) {
+  const std::size_t rank = l.shape.size();
+  auto unmasked = [&](std::size_t d) {
+    return l.valid.empty() || (l.valid[d].first <= 0 && l.valid[d].second >= l.shape[d]);
+  };
+  ViewLayer out;
+  out.offset = l.offset;
+  out.fill = l.fill;
+  bool any_mask = false;
+  for (std::size_t d = 0; d < rank; ++d) {
+    const bool free = unmasked(d);
+    if (l.shape[d] == 1 && free) continue;
+    const bool mergeable = !out.shape.empty() && free &&
+                           (out.valid.empty() || out.valid.back().second == -1) &&
+                           out.strides.back() == l.strides[d] * l.shape[d];
+    if (mergeable) {
+      out.shape.back() *= l.shape[d];
+      out.strides.back() = l.strides[d];
+      continue;
+    }
+    out.shape.push_back(l.shape[d]);
+    out.strides.push_back(l.strides[d]);
+    // -1 marks "no mask" while merging; real ranges are restored below.
+    out.valid.emplace_back(free ? std::pair<std::int64_t, std::int64_t>{0, -1} : l.valid[d]);
+    any_mask = any_mask || !free;
+  }
+  if (!any_mask) {
+    out.valid.clear();
+  } else {
+    for (std::size_t d = 0; d < out.shape.size(); ++d)
+      if (out.valid[d].second == -1) out.valid[d] = {0, out.shape[d]};
+  }
+  return out;
+}
+
+}  // namespace
+
 Source::Source(const Buffer& base, const ViewMap* view) : buffer_(&base) {
   if (view == nullptr || view->is_identity()) return;
   const auto& layers = view->layers();
@@ -29,7 +72,7 @@ Source::Source(const Buffer& base, const ViewMap* view) : buffer_(&base) {
   // Each lower layer is copied out in turn; the top layer is then read directly.
   const Buffer* current = &base;
   for (std::size_t k = 0; k + 1 < layers.size(); ++k) {
-    layer_ = layers[k];
+    layer_ = coalesced(layers[k]);
     buffer_ = current;
     auto next = std::make_shared<Buffer>(base.dtype(), shape_numel(layer_.shape));
     read(0, next->numel(), next->data(), base.dtype());
@@ -37,13 +80,35 @@ Source::Source(const Buffer& base, const ViewMap* view) : buffer_(&base) {
     current = staged_.get();
   }
   buffer_ = current;
-  layer_ = layers.back();
+  layer_ = coalesced(layers.back());
+  // A view that walks its buffer in order from some offset (a slice of leading rows, a
+  // reshape) is read in place.
+  if (layer_.valid.empty() && (layer_.shape.empty() || (layer_.shape.size() == 1 && layer_.strides[0] == 1))) {
+    row_major_ = true;
+    offset_ = layer_.offset;
+  }
 }
 
 const void* Source::contiguous(std::int64_t start) const {
   if (!row_major_) return nullptr;
   return static_cast<const std::byte*>(buffer_->data()) +
-         static_cast<std::size_t>(start) * size_of(buffer_->dtype());
+         static_cast<std::size_t>(offset_ + start) * size_of(buffer_->dtype());
+}
+
+bool Source::constant() const {
+  if (row_major_) return false;
+  if (!layer_.valid.empty()) return false;
+  return std::all_of(layer_.strides.begin(), layer_.strides.end(),
+                     [](std::int64_t s) { return s == 0; });
+}
+
+void Source::fill(std::int64_t n, void* out, DType as) const {
+  dispatch(buffer_->dtype(), [&]<class S>() {
+    dispatch(as, [&]<class T>() {
+      const T v = convert_value<T>(buffer_->as<S>()[layer_.offset]);
+      std::fill_n(static_cast<T*>(out), n, v);
+    });
+  });
 }
 
 void Source::read(std::int64_t start, std::int64_t n, void* out, DType as) const {

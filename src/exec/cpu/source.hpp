@@ -22,6 +22,10 @@ class Source {
   void read(std::int64_t start, std::int64_t n, void* out, DType as) const;
   // The contiguous values at [start, ...) when the source is read in row-major order, else null.
   const void* contiguous(std::int64_t start) const;
+  // Whether every position reads the same element (a broadcast scalar).
+  bool constant() const;
+  // Writes that element n times, converted to `as` (for constant sources).
+  void fill(std::int64_t n, void* out, DType as) const;
 
  private:
   template <class S, class T> void read_typed(std::int64_t start, std::int64_t n, T* out) const;
@@ -29,6 +33,7 @@ class Source {
   const Buffer* buffer_;
   std::shared_ptr<Buffer> staged_;  // owns the materialised lower layers, when there are any
   bool row_major_ = true;
+  std::int64_t offset_ = 0;  // where row-major reads start in the buffer
   ViewLayer layer_;
 };
 
