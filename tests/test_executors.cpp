@@ -30,6 +30,8 @@
 // On a mismatch the failure message shows the graph (kiln::graph_to_string) and its seed.
 #include <gtest/gtest.h>
 
+#include "exec/fusion.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -40,6 +42,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -1450,6 +1453,162 @@ TEST(ExecutorDeepGraph, MillionAddsBuiltInALoop) {
     // 2-5 s on the (shared) 2-core development machine.
     EXPECT_LT(cpu_seconds, 10.0) << "a million adds took " << cpu_seconds << " s of processor time";
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels of their own: 2x2 max pooling rows and gather
+// ---------------------------------------------------------------------------------------------
+
+// Bit-level comparison that treats every NaN as equal.
+bool same_floats(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+TEST(ExecutorKernels, MaxPool2x2RowsAgreeWithReference) {
+  // Row widths around the 16-output vectors of the AVX-512 rows (masked tails, several vectors,
+  // an odd column and row left over), values from {0, 1, 2} so windows tie, and NaN and
+  // infinities in some planes.
+  ExecutorGuard guard;
+  std::mt19937 rng(4242);
+  for (const auto& [h, w] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {2, 2}, {4, 6}, {28, 28}, {5, 33}, {6, 34}, {3, 66}, {2, 64}}) {
+    SCOPED_TRACE("h " + std::to_string(h) + " w " + std::to_string(w));
+    std::vector<float> values(static_cast<std::size_t>(2 * 3 * h * w));
+    for (auto& v : values) v = static_cast<float>(rng() % 3);
+    for (int k = 0; k < 3 && h * w > 4; ++k) {
+      values[rng() % values.size()] = std::numeric_limits<float>::quiet_NaN();
+      values[rng() % values.size()] = std::numeric_limits<float>::infinity();
+      values[rng() % values.size()] = -std::numeric_limits<float>::infinity();
+    }
+    std::vector<float> upstream(static_cast<std::size_t>(2 * 3 * (h / 2) * (w / 2)));
+    for (auto& v : upstream) v = static_cast<float>(rng() % 7) - 3.0f;
+    std::vector<double> results[2][2];
+    for (int e = 0; e < 2; ++e) {
+      kiln::set_executor(executors()[e].second);
+      Tensor x = Tensor::from(values, {2, 3, h, w});
+      x.watch();
+      kiln::GradientContext ctx;
+      const Tensor y = kiln::max_pool2d(x, {2, 2});
+      const Tensor dx =
+          kiln::gradient(kiln::sum(y * Tensor::from(upstream, {2, 3, h / 2, w / 2})), x);
+      results[e][0] = y.to_vector<double>();
+      results[e][1] = dx.to_vector<double>();
+    }
+    EXPECT_TRUE(same_floats(results[0][0], results[1][0])) << "forward";
+    EXPECT_TRUE(same_floats(results[0][1], results[1][1])) << "gradient";
+  }
+}
+
+TEST(ExecutorKernels, GatherAgreesWithReference) {
+  ExecutorGuard guard;
+  std::mt19937 rng(77);
+  const Tensor source = kiln::reshape(kiln::arange(2 * 5 * 7), {2, 5, 7});  // a reshaped view
+  for (int axis = 0; axis < 3; ++axis) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    Shape shape{2, 4, 6};
+    shape[static_cast<std::size_t>(axis)] = 9;  // more picks than the axis has
+    std::vector<std::int32_t> picks(static_cast<std::size_t>(count_of(shape)));
+    for (auto& k : picks) k = static_cast<std::int32_t>(rng() % source.shape()[static_cast<std::size_t>(axis)]);
+    const Tensor indices = Tensor::from(picks, shape);
+    std::vector<std::int64_t> got[2];
+    for (int e = 0; e < 2; ++e) {
+      kiln::set_executor(executors()[e].second);
+      got[e] = kiln::gather(source, axis, indices).to_vector<std::int64_t>();
+    }
+    EXPECT_EQ(got[0], got[1]);
+  }
+  // index_select of rows, as a batch iterator draws them (indices behind a broadcast view).
+  const Tensor images = kiln::uniform({10, 1, 3, 3}, 5, DType::f32);
+  const Tensor rows = Tensor::from(std::vector<std::int64_t>{7, 0, 7, 9}, {4});
+  std::vector<float> picked[2];
+  for (int e = 0; e < 2; ++e) {
+    kiln::set_executor(executors()[e].second);
+    picked[e] = kiln::index_select(images, 0, rows).to_vector<float>();
+  }
+  EXPECT_EQ(picked[0], picked[1]);
+  // An index known only at evaluation is checked there, with the op and the bound named.
+  kiln::set_executor(kiln::cpu_executor());
+  const Tensor computed = kiln::convert(kiln::arange(3), DType::i64) * std::int64_t{4};  // 0 4 8
+  try {
+    kiln::gather(kiln::arange(5), 0, computed).eval();
+    ADD_FAILURE() << "no error";
+  } catch (const kiln::Error& e) {
+    EXPECT_EQ(e.code(), kiln::ErrorCode::invalid_select);
+    EXPECT_NE(std::string(e.what()).find("gather: index 8 out of range for a dimension of size 5"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels that store several results
+// ---------------------------------------------------------------------------------------------
+
+std::vector<kiln::detail::Kernel> schedule_of(const std::vector<Tensor>& targets) {
+  std::vector<kiln::detail::Node*> nodes;
+  for (const Tensor& t : targets) nodes.push_back(t.node().get());
+  return kiln::detail::schedule(nodes);
+}
+
+TEST(ExecutorMultiOutput, OptimiserStepIsOnePass) {
+  // Adam's shape: new state m and v, and a new value computed from them; all three are wanted.
+  ExecutorGuard guard;
+  const Tensor g = kiln::uniform({300, 7}, 1, DType::f32);
+  const Tensor m0 = kiln::uniform({300, 7}, 2, DType::f32).eval();
+  const Tensor v0 = kiln::uniform({300, 7}, 3, DType::f32).eval();
+  const Tensor x0 = kiln::uniform({300, 7}, 4, DType::f32).eval();
+  g.eval();
+  auto step = [&] {
+    const Tensor m = m0 * 0.9f + g * 0.1f;
+    const Tensor v = v0 * 0.99f + kiln::square(g) * 0.01f;
+    const Tensor x = x0 - m * 0.001f / (kiln::sqrt(v) + 1e-8f);
+    return std::vector<Tensor>{x, m, v};
+  };
+  const auto kernels = schedule_of(step());
+  ASSERT_EQ(kernels.size(), 1u) << kiln::detail::describe(kernels);
+  EXPECT_EQ(kernels[0].stored.size(), 2u);
+  std::vector<std::vector<float>> got[2];
+  for (int e = 0; e < 2; ++e) {
+    kiln::set_executor(executors()[e].second);
+    std::vector<Tensor> t = step();
+    kiln::eval_all(t);
+    for (const Tensor& r : t) got[e].push_back(r.to_vector<float>());
+  }
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(got[0][i].size(), got[1][i].size());
+    for (std::size_t j = 0; j < got[0][i].size(); ++j)
+      EXPECT_NEAR(got[0][i][j], got[1][i][j], 1e-5 * (1 + std::fabs(got[0][i][j])));
+  }
+}
+
+TEST(ExecutorMultiOutput, ResultsReadOutOfOrderOrTwiceStayApart) {
+  ExecutorGuard guard;
+  const Tensor a = kiln::uniform({6, 6}, 5, DType::f64);
+  const Tensor b = kiln::uniform({6, 6}, 6, DType::f64);
+  a.eval();
+  b.eval();
+  // u is read transposed by its consumer: merging would read it in the wrong order.
+  const Tensor u = kiln::exp(a) + b;
+  const Tensor w = u * kiln::transpose(u, 0, 1);
+  EXPECT_EQ(schedule_of({w}).size(), 2u);
+  // t has two consuming kernels (y and a sum): it stays a kernel of its own.
+  const Tensor t = a * b + 1.0;
+  const Tensor y = kiln::sin(t) * kiln::sum(t);
+  EXPECT_EQ(schedule_of({y}).size(), 3u);
+  std::vector<double> got[2][2];
+  for (int e = 0; e < 2; ++e) {
+    kiln::set_executor(executors()[e].second);
+    const Tensor u2 = kiln::exp(a) + b;
+    got[e][0] = (u2 * kiln::transpose(u2, 0, 1)).to_vector<double>();
+    const Tensor t2 = a * b + 1.0;
+    got[e][1] = (kiln::sin(t2) * kiln::sum(t2)).to_vector<double>();
+  }
+  for (int i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < got[0][i].size(); ++j)
+      EXPECT_NEAR(got[0][i][j], got[1][i][j], 1e-12 * (1 + std::fabs(got[0][i][j])));
 }
 
 }  // namespace

@@ -21,6 +21,11 @@ struct FloatLoops {
   double (*row_sum_f32)(const float* a, std::int64_t n);
   float (*row_max_f32)(const float* a, std::int64_t n);
   float (*row_min_f32)(const float* a, std::int64_t n);
+  // One output row of 2x2, stride 2 max pooling (input rows r0, r1), and its gradient: the
+  // pooled gradient shared among each window's maxima, written to input rows d0, d1.
+  void (*pool2x2_row_f32)(const float* r0, const float* r1, float* out, std::int64_t ow);
+  void (*pool2x2_grad_row_f32)(const float* r0, const float* r1, const float* grad, float* d0,
+                               float* d1, std::int64_t ow);
 };
 
 // The loops for the best instruction set this machine has (KILN_ISA=generic|avx2|avx512

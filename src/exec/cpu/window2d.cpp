@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "exec/cpu/source.hpp"
+#include "exec/cpu/chunk_ops.hpp"
 #include "exec/cpu/thread_pool.hpp"
 #include "exec/operand.hpp"
 #include "exec/scalar_ops.hpp"
@@ -154,6 +155,14 @@ template <class T> void pool_2x2(const T* plane, T* dst, const Window2d& g, cons
   for (std::int64_t i = 0; i < g.oh; ++i) {
     const T* r0 = plane + 2 * i * g.w;
     const T* r1 = r0 + g.w;
+    if constexpr (std::is_same_v<T, float>) {  // the vectorised rows of the machine's ISA
+      if (grad == nullptr)
+        float_loops().pool2x2_row_f32(r0, r1, dst + i * g.ow, g.ow);
+      else
+        float_loops().pool2x2_grad_row_f32(r0, r1, grad + i * g.ow, dst + 2 * i * g.w,
+                                           dst + (2 * i + 1) * g.w, g.ow);
+      continue;
+    }
     if (grad == nullptr) {
       T* o = dst + i * g.ow;
       for (std::int64_t j = 0; j < g.ow; ++j) {
@@ -167,17 +176,21 @@ template <class T> void pool_2x2(const T* plane, T* dst, const Window2d& g, cons
     T* d0 = dst + 2 * i * g.w;
     T* d1 = d0 + g.w;
     const T* gi = grad + i * g.ow;
+    // A NaN in the window makes `ok` 0 and so every flag 0: the window's gradient is then 0.
     for (std::int64_t j = 0; j < g.ow; ++j) {
       const T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
       const T ab = a > b ? a : b, cd = c > d ? c : d;
-      const bool any_nan = (a != a) | (b != b) | (c != c) | (d != d);
-      const T m = any_nan ? nan : (ab > cd ? ab : cd);
-      const int ties = (a == m) + (b == m) + (c == m) + (d == m);
-      const T each = ties > 0 ? gi[j] / static_cast<T>(ties) : T{0};
-      d0[2 * j] = a == m ? each : T{0};
-      d0[2 * j + 1] = b == m ? each : T{0};
-      d1[2 * j] = c == m ? each : T{0};
-      d1[2 * j + 1] = d == m ? each : T{0};
+      const T m = ab > cd ? ab : cd;
+      const T ok = (a == a ? T{1} : T{0}) * (b == b ? T{1} : T{0}) * (c == c ? T{1} : T{0}) *
+                   (d == d ? T{1} : T{0});
+      const T ea = a == m ? ok : T{0}, eb = b == m ? ok : T{0};
+      const T ec = c == m ? ok : T{0}, ed = d == m ? ok : T{0};
+      const T ties = ea + eb + ec + ed;
+      const T each = gi[j] / (ties > T{0} ? ties : T{1});
+      d0[2 * j] = ea > T{0} ? each : T{0};
+      d0[2 * j + 1] = eb > T{0} ? each : T{0};
+      d1[2 * j] = ec > T{0} ? each : T{0};
+      d1[2 * j + 1] = ed > T{0} ? each : T{0};
     }
   }
 }
@@ -194,10 +207,14 @@ template <class T> void pool(const Kernel& k, Buffer& out) {
     for (std::int64_t p = begin; p < end; ++p) {
       const T* plane = x.data + p * g.h * g.w;
       T* dst = n.op == Op::max_pool2d ? o + p * g.oh * g.ow : o + p * g.h * g.w;
-      if (n.op == Op::max_pool2d_grad) std::fill(dst, dst + g.h * g.w, T{0});
       // Without padding every window lies inside the plane: no bounds checks.
       const bool inside = g.ph == 0 && g.pw == 0;
-      if (inside && g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1) {
+      const bool two_by_two =
+          inside && g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1;
+      // The 2x2 gradient writes every position its windows cover; the rest must be 0.
+      const bool covered = two_by_two && g.h == 2 * g.oh && g.w == 2 * g.ow;
+      if (n.op == Op::max_pool2d_grad && !covered) std::fill(dst, dst + g.h * g.w, T{0});
+      if (two_by_two) {
         pool_2x2(plane, dst, g, n.op == Op::max_pool2d_grad ? grad->data + p * g.oh * g.ow : nullptr);
         continue;
       }
