@@ -1502,6 +1502,38 @@ TEST(ExecutorKernels, MaxPool2x2RowsAgreeWithReference) {
   }
 }
 
+TEST(ExecutorKernels, RowMaxMinAndSoftmaxSeeNaNAnywhere) {
+  // Row lengths around the 32 lanes of the vectorised row extremes; one NaN at a time in each
+  // part of the row (first lanes, main loop, tail), and rows without NaN.
+  ExecutorGuard guard;
+  for (std::int64_t len : {1, 31, 32, 33, 64, 65, 100, 1000}) {
+    for (std::int64_t at : {std::int64_t{-1}, std::int64_t{0}, len / 2, len - 1}) {
+      SCOPED_TRACE("length " + std::to_string(len) + " NaN at " + std::to_string(at));
+      std::vector<float> values(static_cast<std::size_t>(2 * len));
+      for (std::size_t i = 0; i < values.size(); ++i)
+        values[i] = static_cast<float>((i * 37) % 101) - 50.0f;
+      if (at >= 0) values[static_cast<std::size_t>(len + at)] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<double> got[2];
+      for (int e = 0; e < 2; ++e) {
+        kiln::set_executor(executors()[e].second);
+        const Tensor a = Tensor::from(values, {2, len});
+        for (const Tensor& r : {kiln::max(a, {1}), kiln::min(a, {1}), kiln::softmax(a * 0.01f, -1)}) {
+          const auto v = r.to_vector<double>();
+          got[e].insert(got[e].end(), v.begin(), v.end());
+        }
+      }
+      ASSERT_EQ(got[0].size(), got[1].size());
+      for (std::size_t i = 0; i < got[0].size(); ++i) {
+        if (std::isnan(got[0][i])) {
+          EXPECT_TRUE(std::isnan(got[1][i])) << i;
+        } else {
+          EXPECT_NEAR(got[0][i], got[1][i], 1e-6 * (1 + std::fabs(got[0][i]))) << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(ExecutorKernels, GatherAgreesWithReference) {
   ExecutorGuard guard;
   std::mt19937 rng(77);
