@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -22,13 +23,21 @@ std::size_t rounded(std::size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
+// Freed blocks wait here for a request of the same size. A block that no request takes for a
+// while is returned to the system at the next miss: a loop that repeats its allocations reuses
+// them, while one-off sizes (loading a data set, a final evaluation in larger batches) do not
+// stay resident for the rest of the program.
 class Cache {
  public:
   void* take(std::size_t size) {
     std::lock_guard lock(mutex_);
+    ++clock_;
     auto it = free_.find(size);
-    if (it == free_.end()) return nullptr;
-    void* p = it->second;
+    if (it == free_.end()) {
+      evict_idle();
+      return nullptr;
+    }
+    void* p = it->second.block;
     free_.erase(it);
     cached_ -= size;
     return p;
@@ -36,26 +45,48 @@ class Cache {
   // Keeps the block unless the cache is full.
   bool keep(void* p, std::size_t size) {
     std::lock_guard lock(mutex_);
+    ++clock_;
     if (cached_ + size > kCacheLimit) return false;
-    free_.emplace(size, p);
+    free_.emplace(size, Entry{p, clock_});
     cached_ += size;
     return true;
   }
   void clear() {
-    std::multimap<std::size_t, void*> blocks;
+    std::multimap<std::size_t, Entry> blocks;
     {
       std::lock_guard lock(mutex_);
       blocks.swap(free_);
       cached_ = 0;
     }
-    for (auto& [size, p] : blocks) std::free(p);
+    for (auto& [size, e] : blocks) std::free(e.block);
   }
   ~Cache() { clear(); }
 
  private:
+  struct Entry {
+    void* block;
+    std::uint64_t kept_at;  // clock_ when the block was freed
+  };
+  // Blocks left untaken for this many allocations and frees are idle. A training step makes a
+  // few hundred, so blocks that every step reuses never get this old.
+  static constexpr std::uint64_t kIdleAfter = 8192;
+
+  void evict_idle() {
+    for (auto it = free_.begin(); it != free_.end();) {
+      if (clock_ - it->second.kept_at > kIdleAfter) {
+        std::free(it->second.block);
+        cached_ -= it->first;
+        it = free_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
   std::mutex mutex_;
-  std::multimap<std::size_t, void*> free_;
+  std::multimap<std::size_t, Entry> free_;
   std::size_t cached_ = 0;
+  std::uint64_t clock_ = 0;
 };
 
 Cache& cache() {
