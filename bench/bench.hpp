@@ -24,6 +24,7 @@ enum class Kind {
   max_pool2d,      // 2x2, stride 2
   op_chain_lazy,   // x = x + 1 `ops` times on a tiny tensor, evaluated once at the end
   op_chain_eager,  // the same, every op evaluated
+  mlp_step,        // one training step of a small MLP: forward, cross-entropy, backward, SGD
 };
 
 struct Workload {

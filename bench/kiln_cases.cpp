@@ -2,6 +2,8 @@
 // results are kept per graph node, so evaluating the same node again would compute nothing.
 #include <kiln/kiln.hpp>
 
+#include <vector>
+
 #include "bench.hpp"
 
 namespace bench {
@@ -18,10 +20,17 @@ class KilnCase : public Case {
  public:
   KilnCase(const Workload& w, const Inputs& inputs) : w_(w) {
     for (std::size_t i = 0; i < inputs.size(); ++i) in_.push_back(leaf(inputs[i], w.inputs[i]));
+    if (w_.kind == Kind::mlp_step) {
+      for (std::size_t i = 1; i < in_.size(); ++i) in_[i].watch();
+      std::vector<std::int64_t> labels(32);
+      for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 10);
+      labels_ = kiln::Tensor::from(labels, {32});
+    }
   }
 
   void run() override {
     out_ = kiln::Tensor();  // drop the previous graph before building the next one
+    if (w_.kind == Kind::mlp_step) return mlp_step();
     out_ = build();
     out_.eval();
   }
@@ -56,13 +65,34 @@ class KilnCase : public Case {
         }
         return x;
       }
+      case Kind::mlp_step: break;  // run() calls mlp_step()
     }
     throw std::logic_error("kiln_bench: unknown workload kind");
   }
 
+  // Every step starts from the same parameters, so that each run does the same work and the
+  // loss can be checked against libtorch's.
+  void mlp_step() {
+    std::vector<kiln::Tensor> params(in_.begin() + 1, in_.end());
+    kiln::Tensor loss;
+    {
+      kiln::GradientContext context;
+      const kiln::Tensor hidden = kiln::relu(kiln::matmul(in_[0], params[0]) + params[1]);
+      loss = kiln::cross_entropy(kiln::matmul(hidden, params[2]) + params[3], labels_);
+    }
+    const std::vector<kiln::Tensor> grads = kiln::gradients(loss, params);
+    std::vector<kiln::Tensor> targets{loss};
+    for (std::size_t i = 0; i < params.size(); ++i) targets.push_back(params[i] - grads[i] * 0.01f);
+    kiln::eval_all(targets);
+    out_ = loss;
+    updated_.assign(targets.begin() + 1, targets.end());
+  }
+
   const Workload& w_;
   std::vector<kiln::Tensor> in_;
+  kiln::Tensor labels_;
   kiln::Tensor out_;
+  std::vector<kiln::Tensor> updated_;
 };
 
 }  // namespace

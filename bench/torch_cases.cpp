@@ -19,9 +19,14 @@ class TorchCase : public Case {
  public:
   TorchCase(const Workload& w, const Inputs& inputs) : w_(w) {
     for (std::size_t i = 0; i < inputs.size(); ++i) in_.push_back(leaf(inputs[i], w.inputs[i]));
+    if (w_.kind == Kind::mlp_step) {
+      for (std::size_t i = 1; i < in_.size(); ++i) in_[i].requires_grad_(true);
+      labels_ = torch::arange(32, torch::kLong) % 10;
+    }
   }
 
   void run() override {
+    if (w_.kind == Kind::mlp_step) return mlp_step();  // needs autograd
     c10::InferenceMode inference;
     out_ = torch::Tensor();
     out_ = compute();
@@ -54,13 +59,31 @@ class TorchCase : public Case {
         for (int i = 0; i < w_.ops; ++i) x = x + 1;
         return x;
       }
+      case Kind::mlp_step: break;  // run() calls mlp_step()
     }
     throw std::logic_error("kiln_bench: unknown workload kind");
   }
 
+  // The same step as kiln's: from the same parameters every time, gradients without
+  // accumulation (autograd::grad), and the SGD update outside autograd.
+  void mlp_step() {
+    out_ = torch::Tensor();
+    const std::vector<torch::Tensor> params(in_.begin() + 1, in_.end());
+    const torch::Tensor hidden = torch::relu(torch::matmul(in_[0], params[0]) + params[1]);
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(
+        torch::matmul(hidden, params[2]) + params[3], labels_);
+    const std::vector<torch::Tensor> grads = torch::autograd::grad({loss}, params);
+    torch::NoGradGuard no_grad;
+    updated_.clear();
+    for (std::size_t i = 0; i < params.size(); ++i) updated_.push_back(params[i] - grads[i] * 0.01f);
+    out_ = loss.detach();
+  }
+
   const Workload& w_;
   std::vector<torch::Tensor> in_;
+  torch::Tensor labels_;
   torch::Tensor out_;
+  std::vector<torch::Tensor> updated_;
 };
 
 }  // namespace

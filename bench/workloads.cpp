@@ -64,6 +64,10 @@ std::vector<Workload> all_workloads() {
                        10'000, false});
   w.push_back(Workload{"10k x=x+1 on [4], eval each (us/op)", Kind::op_chain_eager, {{4}}, 0,
                        10'000, false});
+  // Inputs x [32,64], then w1 [64,64], b1 [64], w2 [64,10], b2 [10]: the cost of a step is almost
+  // all per-op overhead (graph building, differentiation, scheduling), not arithmetic.
+  w.push_back(Workload{"MLP step 32x64-64-10, SGD (us/step)", Kind::mlp_step,
+                       {{32, 64}, {64, 64}, {64}, {64, 10}, {10}}, 0, 1, false});
   return w;
 }
 
