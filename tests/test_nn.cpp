@@ -326,6 +326,26 @@ TEST(NnOptim, AdamOneAndTwoStepsHandComputed) {
   }
 }
 
+TEST(NnOptim, SetLrChangesTheFollowingSteps) {
+  // SGD on half_square: p -= lr * p. Adam's first step moves by lr * sign(g).
+  nn::Parameter p("p", kiln::tensor({1.f}));
+  nn::SGD sgd({p}, {.lr = 0.5});
+  sgd.step(half_square(p));
+  expect_values(p, {0.5}, 1e-7);
+  sgd.set_lr(0.1);
+  EXPECT_DOUBLE_EQ(sgd.lr(), 0.1);
+  sgd.step(half_square(p));
+  expect_values(p, {0.45}, 1e-7);
+  nn::Parameter q("q", kiln::tensor({1.f}));
+  nn::Adam adam({q}, {.lr = 0.1});
+  adam.set_lr(0.25);
+  adam.step(half_square(q));
+  expect_values(q, {0.75}, 1e-5);
+  EXPECT_EQ(error_of([&] { adam.set_lr(-1); }).code(), ErrorCode::invalid_select);
+  EXPECT_EQ(error_of([&] { sgd.set_lr(std::nan("")); }).code(), ErrorCode::invalid_select);
+  EXPECT_DOUBLE_EQ(adam.lr(), 0.25);
+}
+
 TEST(NnOptim, TrainsALinearRegression) {
   // y = 2 x0 - 3 x1 + 0.5, fitted with Adam on mse; the module sees the updated parameters.
   nn::manual_seed(11);

@@ -252,6 +252,10 @@ class Optimizer {
   void zero_grad() const;
   const std::vector<Parameter>& parameters() const { return parameters_; }
   std::int64_t steps() const { return steps_; }
+  // The learning rate of the following steps (for schedules such as a decay per epoch); a
+  // negative or NaN rate throws invalid_select.
+  virtual double lr() const = 0;
+  virtual void set_lr(double lr) = 0;
 
  protected:
   // The new value of parameter i from its value and gradient (both f32, lazily built), adding
@@ -284,6 +288,8 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Parameter> parameters, SGDOptions options);
   const SGDOptions& options() const { return options_; }
+  double lr() const override { return options_.lr; }
+  void set_lr(double lr) override;
 
  protected:
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
@@ -310,6 +316,8 @@ class Adam : public Optimizer {
  public:
   Adam(std::vector<Parameter> parameters, AdamOptions options = {});
   const AdamOptions& options() const { return options_; }
+  double lr() const override { return options_.lr; }
+  void set_lr(double lr) override;
 
  protected:
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,

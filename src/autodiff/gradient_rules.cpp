@@ -68,7 +68,9 @@ Tensor unary_gradient(Op op, const Tensor& x, const Tensor& y, const Tensor& g,
     case Op::neg: return -g;
     case Op::abs: return g * (convert(greater(x, 0), g.dtype()) - convert(less(x, 0), g.dtype()));
     case Op::square: return g * x * c(2, g);
-    case Op::relu: return g * convert(greater(x, 0), g.dtype());
+    // From the output (relu(x) > 0 exactly when x > 0): the forward pass then reads its input
+    // only once, and a producer such as a bias add fuses into the relu.
+    case Op::relu: return g * convert(greater(y, 0), g.dtype());
     case Op::sqrt: return g / (y * c(2, g));
     case Op::exp: return g * y;
     case Op::expm1: return g * (y + c(1, g));

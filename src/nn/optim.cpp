@@ -135,6 +135,11 @@ Tensor SGD::update(std::size_t i, const Tensor& value, const Tensor& grad,
   return value - g * lr;
 }
 
+void SGD::set_lr(double lr) {
+  if (!(lr >= 0)) throw Error(ErrorCode::invalid_select, "nn::SGD::set_lr: lr must be >= 0");
+  options_.lr = lr;
+}
+
 void SGD::commit_state(std::size_t i, std::vector<Tensor> state) {
   if (!state.empty()) momentum_[i] = std::move(state[0]);
 }
@@ -169,6 +174,11 @@ Tensor Adam::update(std::size_t i, const Tensor& value, const Tensor& grad,
   const Tensor denom = sqrt(v) * static_cast<float>(1.0 / std::sqrt(bc2)) +
                        static_cast<float>(o.eps);
   return value - m * static_cast<float>(o.lr / bc1) / denom;
+}
+
+void Adam::set_lr(double lr) {
+  if (!(lr >= 0)) throw Error(ErrorCode::invalid_select, "nn::Adam::set_lr: lr must be >= 0");
+  options_.lr = lr;
 }
 
 void Adam::commit_state(std::size_t i, std::vector<Tensor> state) {
