@@ -7,6 +7,6 @@
 #define KILN_VD __m256d
 #define KILN_WF 8
 #define KILN_WD 4
-#define KILN_SLEEF_F(name) Sleef_##name##f8_u10avx2
-#define KILN_SLEEF_D(name) Sleef_##name##d4_u10avx2
+#define KILN_SLEEF_F(name, ulp) Sleef_##name##f8_##ulp##avx2
+#define KILN_SLEEF_D(name, ulp) Sleef_##name##d4_##ulp##avx2
 #include "exec/cpu/float_loops.inc"

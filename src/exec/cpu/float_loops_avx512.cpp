@@ -7,6 +7,6 @@
 #define KILN_VD __m512d
 #define KILN_WF 16
 #define KILN_WD 8
-#define KILN_SLEEF_F(name) Sleef_##name##f16_u10avx512f
-#define KILN_SLEEF_D(name) Sleef_##name##d8_u10avx512f
+#define KILN_SLEEF_F(name, ulp) Sleef_##name##f16_##ulp##avx512f
+#define KILN_SLEEF_D(name, ulp) Sleef_##name##d8_##ulp##avx512f
 #include "exec/cpu/float_loops.inc"
