@@ -122,8 +122,9 @@ Program compile(const std::vector<Node*>& body, const std::vector<Node*>& stored
         load.load = static_cast<int>(p.sources.size());
         p.sources.emplace_back(*v.first->result, v.second);
         // A broadcast scalar gets a register of its own that no other value reuses, so it is
-        // filled once per thread instead of once per chunk.
-        load.constant = p.sources.back().constant();
+        // filled once per thread instead of once per chunk; a few of them, so that a long chain
+        // of ops with constants still needs only a few registers.
+        load.constant = p.sources.back().constant() && constant_registers.size() < 16;
         load.out = load.constant ? p.registers++ : allocate();
         if (load.constant) constant_registers.insert(load.out);
         p.source_types.push_back(v.first->dtype);
