@@ -1512,12 +1512,15 @@ TEST(ExecutorKernels, RowMaxMinAndSoftmaxSeeNaNAnywhere) {
       std::vector<float> values(static_cast<std::size_t>(2 * len));
       for (std::size_t i = 0; i < values.size(); ++i)
         values[i] = static_cast<float>((i * 37) % 101) - 50.0f;
-      if (at >= 0) values[static_cast<std::size_t>(len + at)] = std::numeric_limits<float>::quiet_NaN();
+      if (at >= 0)
+        values[static_cast<std::size_t>(len + at)] = std::numeric_limits<float>::quiet_NaN();
       std::vector<double> got[2];
       for (int e = 0; e < 2; ++e) {
         kiln::set_executor(executors()[e].second);
         const Tensor a = Tensor::from(values, {2, len});
-        for (const Tensor& r : {kiln::max(a, {1}), kiln::min(a, {1}), kiln::softmax(a * 0.01f, -1)}) {
+        const Tensor results[] = {kiln::max(a, {1}), kiln::min(a, {1}),
+                                  kiln::softmax(a * 0.01f, -1)};
+        for (const Tensor& r : results) {
           const auto v = r.to_vector<double>();
           got[e].insert(got[e].end(), v.begin(), v.end());
         }
@@ -1543,7 +1546,8 @@ TEST(ExecutorKernels, GatherAgreesWithReference) {
     Shape shape{2, 4, 6};
     shape[static_cast<std::size_t>(axis)] = 9;  // more picks than the axis has
     std::vector<std::int32_t> picks(static_cast<std::size_t>(count_of(shape)));
-    for (auto& k : picks) k = static_cast<std::int32_t>(rng() % source.shape()[static_cast<std::size_t>(axis)]);
+    const auto size = source.shape()[static_cast<std::size_t>(axis)];
+    for (auto& k : picks) k = static_cast<std::int32_t>(static_cast<std::int64_t>(rng()) % size);
     const Tensor indices = Tensor::from(picks, shape);
     std::vector<std::int64_t> got[2];
     for (int e = 0; e < 2; ++e) {

@@ -136,8 +136,8 @@ namespace {
 
 // Takes each elementwise kernel into the elementwise kernel that reads its result when that is
 // the result's only reader, they have the same number of elements and the result is read in
-// order (every time it is read): the merged kernel computes both in one pass over memory and stores both. Kernels that
-// are merged away are left empty (root null) and dropped.
+// order (every time it is read): the merged kernel computes both in one pass over memory and
+// stores both. Kernels that are merged away are left empty (root null) and dropped.
 void merge_multi_output(std::vector<Kernel>& kernels) {
   std::unordered_map<const Node*, int> readers;  // kernels reading each node
   for (const Kernel& k : kernels) {
@@ -154,9 +154,10 @@ void merge_multi_output(std::vector<Kernel>& kernels) {
       const KernelInput& in = k.inputs[i];
       const auto it = producer.find(in.node);
       if (it == producer.end() || readers[in.node] != 1) continue;
-      const bool in_order = std::all_of(k.inputs.begin(), k.inputs.end(), [&](const KernelInput& other) {
-        return other.node != in.node || !other.view || other.view->is_identity();
-      });
+      const bool in_order =
+          std::all_of(k.inputs.begin(), k.inputs.end(), [&](const KernelInput& other) {
+            return other.node != in.node || !other.view || other.view->is_identity();
+          });
       if (!in_order) continue;
       Kernel& p = kernels[it->second];
       if (&p == &k || p.root == nullptr || p.root->numel() != k.root->numel()) continue;

@@ -330,7 +330,8 @@ void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t 
       void* target = last && out ? out : r.reg(ins.out);
       if (ins.store >= 0 && stored) {
         Buffer& b = *(*stored)[static_cast<std::size_t>(ins.store)];
-        target = static_cast<std::byte*>(b.data()) + start * static_cast<std::int64_t>(size_of(b.dtype()));
+        target = static_cast<std::byte*>(b.data()) +
+                 start * static_cast<std::int64_t>(size_of(b.dtype()));
       }
       run_step(ins.step, r, target, n);
       r.values[ins.out] = target;

@@ -83,7 +83,9 @@ Source::Source(const Buffer& base, const ViewMap* view) : buffer_(&base) {
   layer_ = coalesced(layers.back());
   // A view that walks its buffer in order from some offset (a slice of leading rows, a
   // reshape) is read in place.
-  if (layer_.valid.empty() && (layer_.shape.empty() || (layer_.shape.size() == 1 && layer_.strides[0] == 1))) {
+  const bool in_order =
+      layer_.shape.empty() || (layer_.shape.size() == 1 && layer_.strides[0] == 1);
+  if (layer_.valid.empty() && in_order) {
     row_major_ = true;
     offset_ = layer_.offset;
   }

@@ -84,12 +84,22 @@ const ConvPrimitives& conv_primitives(const Window2d& g) {
   return cache.emplace(key, std::move(p)).first->second;
 }
 
+// Memory for data in a primitive's layout, from kiln's caching allocator: a training loop
+// needs the same sizes every step, and fresh memory would fault its pages in every time.
+// `keep` holds the buffers until the stream has finished with them.
+memory scratch(const memory::desc& desc, std::vector<std::shared_ptr<Buffer>>& keep) {
+  const auto floats =
+      static_cast<std::int64_t>((desc.get_size() + sizeof(float) - 1) / sizeof(float));
+  keep.push_back(std::make_shared<Buffer>(DType::f32, std::max<std::int64_t>(1, floats)));
+  return memory(desc, engine(), keep.back()->data());
+}
+
 // User data in a plain layout, seen in the layout a primitive wants (reordered when they differ).
 memory as_layout(dnnl::stream& stream, const memory::desc& want, const memory::desc& plain_desc,
-                 const float* data) {
+                 const float* data, std::vector<std::shared_ptr<Buffer>>& keep) {
   memory user(plain_desc, engine(), const_cast<float*>(data));
   if (want == plain_desc) return user;
-  memory converted(want, engine());
+  memory converted = scratch(want, keep);
   dnnl::reorder(user, converted).execute(stream, user, converted);
   return converted;
 }
@@ -110,11 +120,12 @@ bool run_conv(const Kernel& k, Buffer& out) {
   const auto wei = plain({g.o, g.c, g.kh, g.kw}, memory::format_tag::oihw);
   const auto dst = plain({g.n, g.o, g.oh, g.ow}, memory::format_tag::nchw);
   dnnl::stream stream(engine());
+  std::vector<std::shared_ptr<Buffer>> keep;
   // Computes into the primitive's preferred layout, then reorders into `out` if needed.
   auto run = [&](const dnnl::primitive& prim, std::unordered_map<int, memory> args, int out_arg,
                  const memory::desc& out_want, const memory::desc& out_plain) {
     memory user(out_plain, engine(), out.data());
-    memory result = out_want == out_plain ? user : memory(out_want, engine());
+    memory result = out_want == out_plain ? user : scratch(out_want, keep);
     args.insert({out_arg, result});
     prim.execute(stream, args);
     if (!(out_want == out_plain)) dnnl::reorder(result, user).execute(stream, result, user);
@@ -122,22 +133,23 @@ bool run_conv(const Kernel& k, Buffer& out) {
   switch (n.op) {
     case Op::conv2d:
       run(p.forward,
-          {{DNNL_ARG_SRC, as_layout(stream, p.forward_pd.src_desc(), src, a.data)},
-           {DNNL_ARG_WEIGHTS, as_layout(stream, p.forward_pd.weights_desc(), wei, b.data)}},
+          {{DNNL_ARG_SRC, as_layout(stream, p.forward_pd.src_desc(), src, a.data, keep)},
+           {DNNL_ARG_WEIGHTS, as_layout(stream, p.forward_pd.weights_desc(), wei, b.data, keep)}},
           DNNL_ARG_DST, p.forward_pd.dst_desc(), dst);
       break;
     case Op::conv2d_grad_input:
       run(p.backward_data,
           {{DNNL_ARG_DIFF_DST,
-            as_layout(stream, p.backward_data_pd.diff_dst_desc(), dst, a.data)},
-           {DNNL_ARG_WEIGHTS, as_layout(stream, p.backward_data_pd.weights_desc(), wei, b.data)}},
+            as_layout(stream, p.backward_data_pd.diff_dst_desc(), dst, a.data, keep)},
+           {DNNL_ARG_WEIGHTS,
+            as_layout(stream, p.backward_data_pd.weights_desc(), wei, b.data, keep)}},
           DNNL_ARG_DIFF_SRC, p.backward_data_pd.diff_src_desc(), src);
       break;
     case Op::conv2d_grad_weight:
       run(p.backward_weights,
-          {{DNNL_ARG_SRC, as_layout(stream, p.backward_weights_pd.src_desc(), src, a.data)},
+          {{DNNL_ARG_SRC, as_layout(stream, p.backward_weights_pd.src_desc(), src, a.data, keep)},
            {DNNL_ARG_DIFF_DST,
-            as_layout(stream, p.backward_weights_pd.diff_dst_desc(), dst, b.data)}},
+            as_layout(stream, p.backward_weights_pd.diff_dst_desc(), dst, b.data, keep)}},
           DNNL_ARG_DIFF_WEIGHTS, p.backward_weights_pd.diff_weights_desc(), wei);
       break;
     default: return false;
