@@ -1,6 +1,7 @@
 // Trains the "2 Conv+pooling" CNN of the Fashion-MNIST benchmark table with kiln::nn:
 //   conv 5x5x32 same + ReLU, max-pool 2, conv 5x5x64 same + ReLU, max-pool 2, flatten,
-//   dense 1024 + ReLU, dropout 0.4, dense 10; Adam (lr 1e-3), batch 64.
+//   dense 1024 + ReLU, dropout 0.4, dense 10; Adam (lr 1e-3, times 0.7 after each epoch),
+//   batch 64.
 // Prints a progress bar per epoch (plain lines when stdout is not a terminal), the test accuracy
 // after each epoch, and writes the per-epoch numbers to a CSV file and the curves to a PNG.
 #include <kiln/data.hpp>
@@ -36,6 +37,7 @@ struct Options {
   std::int64_t limit = -1;
   std::int64_t test_limit = -1;
   double lr = 1e-3;
+  double lr_decay = 0.7;  // a decaying rate reaches the published accuracy within 5 epochs
   std::string data = kiln::data::fashion_mnist_default_dir;
   std::string csv = "fashion_mnist.csv";
   std::string plot = "fashion_mnist.png";
@@ -52,6 +54,8 @@ void usage(std::ostream& os) {
         "  --limit N         train on the first N training images only (0: all, the default)\n"
         "  --test-limit N    evaluate on the first N test images only (0: all, the default)\n"
         "  --lr X            Adam's learning rate (default 0.001)\n"
+        "  --lr-decay F      multiply the learning rate by F after each epoch (default 0.7;\n"
+        "                    1 keeps it constant)\n"
         "  --data DIR        directory of the IDX files (default "
      << kiln::data::fashion_mnist_default_dir
      << ")\n"
@@ -90,6 +94,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--limit") o.limit = integer(i, 0);
     else if (a == "--test-limit") o.test_limit = integer(i, 0);
     else if (a == "--lr") o.lr = std::atof(value(i).c_str());
+    else if (a == "--lr-decay") o.lr_decay = std::atof(value(i).c_str());
     else if (a == "--data") o.data = value(i);
     else if (a == "--csv") o.csv = value(i);
     else if (a == "--plot") o.plot = value(i);
@@ -102,6 +107,10 @@ Options parse(int argc, char** argv) {
       usage(std::cerr);
       std::exit(2);
     }
+  }
+  if (!(o.lr_decay > 0)) {
+    std::cerr << "fashion_mnist: --lr-decay needs a factor > 0\n";
+    std::exit(2);
   }
   return o;
 }
@@ -214,9 +223,10 @@ int main(int argc, char** argv) {
     nn::Sequential model = make_model(o.small);
     std::printf("%s model:\n%s", o.small ? "small" : "full", model.summary().c_str());
     nn::Adam optimizer(model.parameters(), {.lr = o.lr});
-    std::printf("Adam (lr %g), batch size %lld, %d epoch%s, %d thread%s, seed %llu\n", o.lr,
-                static_cast<long long>(o.batch_size), o.epochs, o.epochs == 1 ? "" : "s",
-                kiln::num_threads(), kiln::num_threads() == 1 ? "" : "s",
+    std::printf("Adam (lr %g, times %g after each epoch), batch size %lld, %d epoch%s, "
+                "%d thread%s, seed %llu\n",
+                o.lr, o.lr_decay, static_cast<long long>(o.batch_size), o.epochs,
+                o.epochs == 1 ? "" : "s", kiln::num_threads(), kiln::num_threads() == 1 ? "" : "s",
                 static_cast<unsigned long long>(o.seed));
     std::fflush(stdout);
 
@@ -269,6 +279,7 @@ int main(int argc, char** argv) {
                   epoch, o.epochs, loss_sum / images, test_loss, test_accuracy, seconds,
                   images / seconds, eval_seconds);
       std::fflush(stdout);
+      optimizer.set_lr(optimizer.lr() * o.lr_decay);
     }
 
     if (!o.save.empty()) {
