@@ -1537,6 +1537,29 @@ TEST(ExecutorKernels, RowMaxMinAndSoftmaxSeeNaNAnywhere) {
   }
 }
 
+TEST(ExecutorKernels, LongRowsReadInPlaceAgreeWithReference) {
+  // Rows of half a chunk or more are chunks of their own, and operands whose rows are one
+  // contiguous run (a broadcast row, a slice of columns) are read in place.
+  ExecutorGuard guard;
+  for (std::int64_t len : {511, 512, 600, 1000, 1023, 1024, 1500}) {
+    SCOPED_TRACE("row length " + std::to_string(len));
+    const Tensor a = kiln::uniform({5, len + 3}, 11, DType::f32).eval();
+    const Tensor row = kiln::uniform({len}, 12, DType::f32).eval();
+    const Tensor column = kiln::uniform({5, 1}, 13, DType::f32).eval();
+    std::vector<float> got[2];
+    for (int e = 0; e < 2; ++e) {
+      kiln::set_executor(executors()[e].second);
+      const Tensor columns = kiln::slice(a, {0, 2}, {5, len + 2});  // rows start at an offset
+      got[e] = (columns * row + column - kiln::exp(row)).to_vector<float>();
+      // A reduction reads its producer in chunks that cross rows.
+      got[e].push_back(kiln::sum(columns * row).item<float>());
+    }
+    ASSERT_EQ(got[0].size(), got[1].size());
+    for (std::size_t i = 0; i < got[0].size(); ++i)
+      ASSERT_NEAR(got[0][i], got[1][i], 1e-5f * (1 + std::fabs(got[0][i]))) << i;
+  }
+}
+
 TEST(ExecutorKernels, GatherAgreesWithReference) {
   ExecutorGuard guard;
   std::mt19937 rng(77);

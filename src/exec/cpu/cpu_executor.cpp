@@ -318,7 +318,8 @@ void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t 
         r.values[ins.out] = r.reg(ins.out);
         continue;
       }
-      const void* direct = src.dtype() == p.source_types[ins.load] ? src.contiguous(start) : nullptr;
+      const void* direct =
+          src.dtype() == p.source_types[ins.load] ? src.contiguous(start, n) : nullptr;
       if (direct != nullptr) {
         r.values[ins.out] = direct;
       } else {
@@ -349,7 +350,7 @@ struct Producer {
   // of that type, else produced into `scratch`.
   template <class T> const T* values(std::int64_t start, std::int64_t n, T* scratch) const {
     if (source && source->dtype() == dtype_of_v<T>)
-      if (const void* direct = source->contiguous(start)) return static_cast<const T*>(direct);
+      if (const void* direct = source->contiguous(start, n)) return static_cast<const T*>(direct);
     produce(start, n, scratch, dtype_of_v<T>);
     return scratch;
   }
@@ -372,13 +373,17 @@ void run_elementwise(const Kernel& k) {
     kept.push_back(std::make_shared<Buffer>(n->dtype, n->numel()));
     stored.push_back(kept.back().get());
   }
-  const std::int64_t chunks = (root.numel() + kChunk - 1) / kChunk;
+  // Rows of half a chunk or more are chunks of their own: an operand broadcast along the rows
+  // (a bias) is then one contiguous run per chunk, read in place instead of copied.
+  const std::int64_t row = root.shape.empty() ? 0 : root.shape.back();
+  const std::int64_t chunk = row >= kChunk / 2 && row < kChunk ? row : kChunk;
+  const std::int64_t chunks = (root.numel() + chunk - 1) / chunk;
   const std::size_t width = size_of(root.dtype);
   parallel_for(chunks, 16, [&](std::int64_t begin, std::int64_t end) {
     Registers& r = thread_registers();
     for (std::int64_t c = begin; c < end; ++c) {
-      const std::int64_t start = c * kChunk;
-      const std::int64_t n = std::min(kChunk, root.numel() - start);
+      const std::int64_t start = c * chunk;
+      const std::int64_t n = std::min(chunk, root.numel() - start);
       run_chunk(p, r, start, n, static_cast<std::byte*>(out->data()) + start * width, &stored);
     }
   });

@@ -91,10 +91,20 @@ Source::Source(const Buffer& base, const ViewMap* view) : buffer_(&base) {
   }
 }
 
-const void* Source::contiguous(std::int64_t start) const {
-  if (!row_major_) return nullptr;
-  return static_cast<const std::byte*>(buffer_->data()) +
-         static_cast<std::size_t>(offset_ + start) * size_of(buffer_->dtype());
+const void* Source::contiguous(std::int64_t start, std::int64_t n) const {
+  const auto* base = static_cast<const std::byte*>(buffer_->data());
+  const std::size_t width = size_of(buffer_->dtype());
+  if (row_major_) return base + static_cast<std::size_t>(offset_ + start) * width;
+  const std::size_t rank = layer_.shape.size();
+  if (rank == 0 || !layer_.valid.empty() || layer_.strides[rank - 1] != 1) return nullptr;
+  const std::int64_t length = layer_.shape[rank - 1];
+  if (length <= 0 || start % length + n > length) return nullptr;
+  std::int64_t at = layer_.offset, p = start;
+  for (std::size_t d = rank; d-- > 0;) {
+    at += (p % layer_.shape[d]) * layer_.strides[d];
+    p /= layer_.shape[d];
+  }
+  return base + static_cast<std::size_t>(at) * width;
 }
 
 bool Source::constant() const {
@@ -115,7 +125,7 @@ void Source::fill(std::int64_t n, void* out, DType as) const {
 
 void Source::read(std::int64_t start, std::int64_t n, void* out, DType as) const {
   if (row_major_) {
-    convert_values(contiguous(start), buffer_->dtype(), out, as, n);
+    convert_values(contiguous(start, n), buffer_->dtype(), out, as, n);
     return;
   }
   dispatch(buffer_->dtype(), [&]<class S>() {

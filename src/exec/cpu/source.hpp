@@ -20,8 +20,10 @@ class Source {
   DType dtype() const { return buffer_->dtype(); }
   // Writes the values at row-major positions [start, start + n) of the view, converted to `as`.
   void read(std::int64_t start, std::int64_t n, void* out, DType as) const;
-  // The contiguous values at [start, ...) when the source is read in row-major order, else null.
-  const void* contiguous(std::int64_t start) const;
+  // The values at positions [start, start + n) when they lie contiguously in the buffer (the
+  // source is read in row-major order, or the positions are one unpadded run of its innermost
+  // dimension with stride 1), else null.
+  const void* contiguous(std::int64_t start, std::int64_t n) const;
   // Whether every position reads the same element (a broadcast scalar).
   bool constant() const;
   // Writes that element n times, converted to `as` (for constant sources).
