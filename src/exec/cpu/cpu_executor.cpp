@@ -671,6 +671,7 @@ class CpuExecutor final : public Executor {
   std::string_view name() const override { return "cpu"; }
 
   void execute(std::span<Node* const> targets) override {
+    use_thread_count();
     const ProfileTimer scheduling;
     const std::vector<Kernel> kernels = schedule(targets);
     if (scheduling.on()) profile_label("scheduling", scheduling.seconds());

@@ -62,6 +62,13 @@ void parallel_for(std::int64_t count, std::int64_t grain,
 
 int thread_count() { return threads().load(); }
 
+void use_thread_count() {
+  // OpenMP's thread count is a per-thread setting: a program that evaluates from several threads
+  // gets kiln's count on each of them.
+  const int team = threads().load();
+  if (omp_get_max_threads() != team) omp_set_num_threads(team);
+}
+
 void set_thread_count(int n) {
   threads().store(std::max(1, n));
   // oneDNN sizes its parallel regions from the calling thread's OpenMP setting.

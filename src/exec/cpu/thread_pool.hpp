@@ -14,6 +14,9 @@ void parallel_for(std::int64_t count, std::int64_t grain,
 // Threads that parallel_for uses, the caller included (default: the number of cores, or the
 // KILN_NUM_THREADS environment variable).
 int thread_count();
+// Gives the calling thread's OpenMP setting kiln's thread count, which oneDNN's regions follow;
+// called before each evaluation.
+void use_thread_count();
 void set_thread_count(int threads);
 
 }  // namespace kiln::detail

@@ -1,5 +1,6 @@
 #include "exec/cpu/window2d.hpp"
 
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <limits>
@@ -46,8 +47,10 @@ struct ConvPrimitives {
 const ConvPrimitives& conv_primitives(const Window2d& g) {
   static std::mutex mutex;
   static std::map<std::vector<std::int64_t>, ConvPrimitives> cache;
-  const std::vector<std::int64_t> key{g.n,  g.c,  g.h,  g.w,  g.o,  g.oh, g.ow,
-                                      g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw};
+  // oneDNN splits the work among the threads it has when a primitive is created, so the thread
+  // count is part of the key: a primitive made for 1 thread would keep using 1.
+  const std::vector<std::int64_t> key{g.n,  g.c,  g.h,  g.w,  g.o,  g.oh, g.ow, g.kh,
+                                      g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, omp_get_max_threads()};
   std::lock_guard lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   auto any = [](const Shape& s) {
