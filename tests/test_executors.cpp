@@ -1537,6 +1537,36 @@ TEST(ExecutorKernels, RowMaxMinAndSoftmaxSeeNaNAnywhere) {
   }
 }
 
+TEST(ExecutorKernels, SoftmaxOfInfiniteRowsAgreesWithReference) {
+  ExecutorGuard guard;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (std::int64_t len : {3, 40}) {
+    std::vector<float> values;
+    for (float first : {inf, -inf, 1e30f, -1e30f, 0.5f}) {
+      values.push_back(first);
+      for (std::int64_t j = 1; j < len; ++j) values.push_back(first == -inf ? -inf : 0.25f * j);
+    }
+    std::vector<double> got[2];
+    for (int e = 0; e < 2; ++e) {
+      kiln::set_executor(executors()[e].second);
+      const Tensor a = Tensor::from(values, {5, len});
+      for (const Tensor& r : {kiln::softmax(a, -1), kiln::log_softmax(a, -1)}) {
+        const auto v = r.to_vector<double>();
+        got[e].insert(got[e].end(), v.begin(), v.end());
+      }
+    }
+    ASSERT_EQ(got[0].size(), got[1].size());
+    for (std::size_t i = 0; i < got[0].size(); ++i) {
+      if (std::isnan(got[0][i]) || std::isinf(got[0][i])) {
+        EXPECT_TRUE(got[0][i] == got[1][i] || (std::isnan(got[0][i]) && std::isnan(got[1][i])))
+            << i << ": " << got[0][i] << " vs " << got[1][i];
+      } else {
+        EXPECT_NEAR(got[0][i], got[1][i], 1e-6 * (1 + std::fabs(got[0][i]))) << i;
+      }
+    }
+  }
+}
+
 TEST(ExecutorKernels, LongRowsReadInPlaceAgreeWithReference) {
   // Rows of half a chunk or more are chunks of their own, and operands whose rows are one
   // contiguous run (a broadcast row, a slice of columns) are read in place.

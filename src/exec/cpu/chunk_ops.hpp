@@ -26,6 +26,8 @@ struct FloatLoops {
   void (*pool2x2_row_f32)(const float* r0, const float* r1, float* out, std::int64_t ow);
   void (*pool2x2_grad_row_f32)(const float* r0, const float* r1, const float* grad, float* d0,
                                float* d1, std::int64_t ow);
+  // softmax (log: log_softmax) of one row.
+  void (*softmax_row_f32)(const float* in, float* out, std::int64_t n, bool log);
 };
 
 // The loops for the best instruction set this machine has (KILN_ISA=generic|avx2|avx512

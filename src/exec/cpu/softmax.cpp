@@ -12,39 +12,35 @@ namespace kiln::detail::cpu {
 
 namespace {
 
-template <class T> void rows(const Node& n, const T* x, T* o, std::int64_t count, std::int64_t len) {
-  const FloatLoops& loops = float_loops();
-  auto exp_row = [&](const T* in, T* out) {
-    if constexpr (std::is_same_v<T, float>) loops.unary_f32(Op::exp, in, out, len);
-    else loops.unary_f64(Op::exp, in, out, len);
-  };
+template <class T>
+void rows(const Node& n, const T* x, T* o, std::int64_t count, std::int64_t len) {
+  const bool log = n.op == Op::log_softmax;
   parallel_for(count, 4, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<T> scratch(static_cast<std::size_t>(len));
-    for (std::int64_t r = begin; r < end; ++r) {
-      const T* in = x + r * len;
-      T* out = o + r * len;
-      T m = -std::numeric_limits<T>::infinity();
-      if constexpr (std::is_same_v<T, float>) {
-        m = loops.row_max_f32(in, len);
-      } else {
+    if constexpr (std::is_same_v<T, float>) {
+      const FloatLoops& loops = float_loops();
+      for (std::int64_t r = begin; r < end; ++r)
+        loops.softmax_row_f32(x + r * len, o + r * len, len, log);
+      return;
+    } else {
+      std::vector<T> e(static_cast<std::size_t>(len));
+      for (std::int64_t r = begin; r < end; ++r) {
+        const T* in = x + r * len;
+        T* out = o + r * len;
+        T m = -std::numeric_limits<T>::infinity();
         for (std::int64_t j = 0; j < len; ++j) m = in[j] > m ? in[j] : m;
-      }
-      if (!std::isfinite(m)) m = 0;  // NaN rows stay NaN through the exponentials below  // as the reference: a line of infinities is not shifted
-      for (std::int64_t j = 0; j < len; ++j) out[j] = in[j] - m;
-      T* e = n.op == Op::softmax ? out : scratch.data();
-      exp_row(out, e);
-      double total = 0;
-      if constexpr (std::is_same_v<T, float>) {
-        total = loops.row_sum_f32(e, len);
-      } else {
+        // As the reference: NaN rows stay NaN, and a row of infinities is not shifted.
+        if (!std::isfinite(m)) m = 0;
+        for (std::int64_t j = 0; j < len; ++j) e[j] = in[j] - m;
+        float_loops().unary_f64(Op::exp, e.data(), e.data(), len);
+        double total = 0;
         for (std::int64_t j = 0; j < len; ++j) total += e[j];
-      }
-      if (n.op == Op::softmax) {
-        const T scale = static_cast<T>(1.0 / total);
-        for (std::int64_t j = 0; j < len; ++j) out[j] *= scale;
-      } else {
-        const T shift = static_cast<T>(std::log(total));
-        for (std::int64_t j = 0; j < len; ++j) out[j] -= shift;
+        if (!log) {
+          const T scale = static_cast<T>(1.0 / total);
+          for (std::int64_t j = 0; j < len; ++j) out[j] = e[j] * scale;
+        } else {
+          const T shift = static_cast<T>(std::log(total));
+          for (std::int64_t j = 0; j < len; ++j) out[j] = (in[j] - m) - shift;
+        }
       }
     }
   });
