@@ -10,7 +10,6 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
-#include <map>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -96,7 +95,13 @@ Program compile(const std::vector<Node*>& body, const std::vector<Node*>& stored
     if (in_body.count(d)) view = nullptr;  // fused values are read as computed
     return {d, view};
   };
-  std::map<Value, std::size_t> last_use;
+  struct ValueHash {
+    std::size_t operator()(const Value& v) const {
+      return std::hash<const void*>()(v.first) * 31 + std::hash<const void*>()(v.second);
+    }
+  };
+  std::unordered_map<Value, std::size_t, ValueHash> last_use;
+  last_use.reserve(body.size() * 2);
   for (std::size_t i = 0; i < body.size(); ++i)
     for (const auto& in : body[i]->inputs) last_use[value_of(in)] = i;
 
@@ -109,7 +114,7 @@ Program compile(const std::vector<Node*>& body, const std::vector<Node*>& stored
     }
     return p.registers++;
   };
-  std::map<Value, std::pair<int, DType>> live;  // value -> (register, type)
+  std::unordered_map<Value, std::pair<int, DType>, ValueHash> live;  // value -> (register, type)
   std::unordered_set<int> constant_registers;
   for (std::size_t i = 0; i < body.size(); ++i) {
     const Node* n = body[i];
