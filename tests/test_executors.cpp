@@ -922,14 +922,17 @@ TEST(ExecutorDifferential, RandomGraphsAgree) {
 // dimensions, size-1 matrix dimensions, mixed types.
 TEST(ExecutorDifferential, MatmulOperandLayoutsAgree) {
   ExecutorGuard guard;
-  auto build = [](std::uint32_t seed) {
+  // Small products go to OpenBLAS, large ones to oneDNN: `big` picks sizes above the switch.
+  auto build = [](std::uint32_t seed, bool big) {
     std::mt19937 r(seed);
     auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(r); };
     static const std::int64_t kDims[] = {1, 1, 2, 3, 5, 8};
-    const std::int64_t m = kDims[uni(0, 5)], k = kDims[uni(0, 5)], n = kDims[uni(0, 5)];
+    static const std::int64_t kBigDims[] = {65, 70, 72, 80, 81, 96};
+    const std::int64_t* dims = big ? kBigDims : kDims;
+    const std::int64_t m = dims[uni(0, 5)], k = dims[uni(0, 5)], n = dims[uni(0, 5)];
     Shape batch;
-    for (int i = uni(0, 2); i > 0; --i) batch.push_back(uni(1, 3));
-    const DType result = uni(0, 1) ? DType::f32 : DType::f64;
+    for (int i = uni(0, 2); i > 0; --i) batch.push_back(uni(1, big ? 2 : 3));
+    const DType result = big || uni(0, 1) ? DType::f32 : DType::f64;
     auto values = [&](const Shape& s, DType t) {
       std::vector<double> v(static_cast<std::size_t>(count_of(s)));
       for (auto& x : v) x = std::uniform_real_distribution<double>(-1, 1)(r);
@@ -1004,16 +1007,17 @@ TEST(ExecutorDifferential, MatmulOperandLayoutsAgree) {
   };
   std::mt19937 rng(1234);
   int failures = 0;
-  for (int c = 0; c < 250 && failures < 10; ++c) {
+  for (int c = 0; c < 270 && failures < 10; ++c) {
     const auto seed = static_cast<std::uint32_t>(rng());
+    const bool big = c >= 250;
     kiln::set_executor(kiln::reference_executor());
-    const Tensor ref_t = build(seed);
+    const Tensor ref_t = build(seed, big);
     SCOPED_TRACE("case " + std::to_string(c) + ", graph:\n" + kiln::graph_to_string(ref_t));
     const Values ref = read(ref_t);
     kiln::set_executor(kiln::cpu_executor());
-    const Values got = read(build(seed));
-    // Operands in [-1, 1] and k <= 8: the sums of |products| are at most 8.
-    const std::string diff = compare(ref, got, false, 8.0, rtol_of(ref.dtype));
+    const Values got = read(build(seed, big));
+    // Operands in [-1, 1]: the sums of |products| are at most k (8, or 96 for big ones).
+    const std::string diff = compare(ref, got, false, big ? 96.0 : 8.0, rtol_of(ref.dtype));
     if (!diff.empty()) {
       ++failures;
       ADD_FAILURE() << "reference and cpu executors disagree:\n" << diff;

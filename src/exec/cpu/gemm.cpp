@@ -64,10 +64,19 @@ Matrices describe_operand(const KernelInput& in, const Shape& shape, DType type)
   return m;
 }
 
+// Products this small (multiply-adds) go to OpenBLAS, whose per-call cost is lower.
+constexpr std::int64_t kSmallGemm = std::int64_t{1} << 18;
+
 template <class T>
 void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
           std::int64_t lda, const T* b, std::int64_t ldb, T* c) {
   if constexpr (std::is_same_v<T, float>) {
+    if (m * n * k <= kSmallGemm) {
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                  static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
+                  static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(n));
+      return;
+    }
     if (dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n) !=
         dnnl_success)
       throw Error(ErrorCode::internal_error, "matmul: oneDNN sgemm rejected its arguments");
