@@ -6,12 +6,10 @@
 //
 //   kiln_train_bench [--threads N] [--batches N] [--warmup N] [--full-epoch] [--data DIR]
 //                    [--seed N]
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -98,24 +96,6 @@ bool parse(int argc, char** argv, Options& o) {
   return true;
 }
 
-// kiln's OpenMP threads are also oneDNN's (its convolutions and matmuls): with libgomp's default
-// policy, threads left idle after each parallel region spin for a while and take the second core
-// from the serial parts of a training step (building the graph, scheduling), so kiln is meant to
-// run with OMP_WAIT_POLICY=PASSIVE, as scripts/run.sh sets it. libgomp reads the variable once,
-// when it is loaded, so setting it in main() would change nothing: the program starts itself
-// again with it set. The children inherit it; libtorch uses the same libgomp, so it applies to
-// both sides. A value the user set is left alone.
-void use_passive_openmp_wait(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0) execv("/proc/self/exe", argv);
-  const int error = errno;
-  unsetenv("OMP_WAIT_POLICY");  // not in effect: the header must not say it is
-  std::fprintf(stderr,
-               "kiln_train_bench: warning: could not restart with OMP_WAIT_POLICY=PASSIVE (%s); "
-               "idle OpenMP threads spin\n",
-               std::strerror(error));
-}
-
 struct Group {
   int threads;
   bench::ChildOutcome kiln;
@@ -176,7 +156,6 @@ void print_summary(const Group& g) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  use_passive_openmp_wait(argv);
   Options opt;
   if (!parse(argc, argv, opt)) return 2;
   const bench::TrainSpec& spec = opt.spec;
@@ -190,7 +169,8 @@ int main(int argc, char** argv) {
                                 : std::to_string(spec.batches) +
                                       " timed batches, extrapolated to an epoch")
             << "; " << std::thread::hardware_concurrency() << " hardware threads; OMP_WAIT_POLICY="
-            << (policy ? policy : "unset") << " (both sides)\n";
+            << (policy ? policy : "unset (libgomp's default: idle threads spin briefly, then sleep)")
+            << " (both sides share libgomp)\n";
 #ifdef KILN_BENCH_HAVE_TORCH
   std::cout << bench::torch_build_info()
             << "; its configurations at n threads: OpenBLAS on n threads and on 1, the faster "

@@ -18,8 +18,5 @@ cmake --build build -j2 --target fashion_mnist
 
 section "fashion_mnist"
 mkdir -p build/fashion_mnist
-# kiln and oneDNN share OpenMP's threads; idle ones sleep at once instead of spinning, which
-# keeps the second core free for the serial parts of each training step.
-export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 ./build/examples/fashion_mnist --epochs 1 --limit 20000 \
   --csv build/fashion_mnist/training.csv --plot build/fashion_mnist/training.png "$@"
