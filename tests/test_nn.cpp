@@ -5,6 +5,8 @@
 // training run of the small CNN on real Fashion-MNIST images.
 #include <gtest/gtest.h>
 
+#include "graph/node.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -344,6 +346,67 @@ TEST(NnOptim, SetLrChangesTheFollowingSteps) {
   EXPECT_EQ(error_of([&] { adam.set_lr(-1); }).code(), ErrorCode::invalid_select);
   EXPECT_EQ(error_of([&] { sgd.set_lr(std::nan("")); }).code(), ErrorCode::invalid_select);
   EXPECT_DOUBLE_EQ(adam.lr(), 0.25);
+}
+
+// The buffer that holds a tensor's values (internal), to see whether an update was in place.
+const void* storage_of(const Tensor& t) { return t.node()->result ? t.node()->result->data() : nullptr; }
+
+TEST(NnOptim, AdamUpdatesInPlaceUnlessTheOldValueIsHeld) {
+  const bool cpu = kiln::current_executor()->name() == "cpu";
+  nn::Parameter p("p", kiln::tensor({1.f, -2.f, 3.f}));
+  nn::Adam opt({p}, {.lr = 0.1});
+  opt.step(half_square(p));  // the first step creates the state
+  const void* value_storage = storage_of(p.value());
+  const Vf before = p.value().to_vector<float>();
+  opt.step(half_square(p));
+  // The CPU executor writes the new value into the old one's buffer; the reference executor
+  // always allocates. Either way the values are Adam's.
+  if (cpu) EXPECT_EQ(storage_of(p.value()), value_storage);
+  const Vf after = p.value().to_vector<float>();
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_LT(std::fabs(after[i]), std::fabs(before[i]));
+
+  // A handle to the old value keeps it: that update is not in place.
+  const Tensor kept = p.value();
+  const Vf kept_values = kept.to_vector<float>();
+  opt.step(half_square(p));
+  EXPECT_NE(storage_of(p.value()), storage_of(kept));
+  EXPECT_EQ(kept.to_vector<float>(), kept_values);
+  EXPECT_NE(p.value().to_vector<float>(), kept_values);
+}
+
+TEST(NnOptim, InPlaceTrainingMatchesTheReferenceExecutor) {
+  // A few Adam steps of a small MLP under each executor give the same parameters.
+  std::vector<std::vector<float>> final_values[2];
+  const auto executors = {kiln::reference_executor(), kiln::cpu_executor()};
+  const auto previous = kiln::current_executor();
+  int e = 0;
+  for (const auto& executor : executors) {
+    kiln::set_executor(executor);
+    nn::manual_seed(5);
+    nn::Sequential model;
+    model.add(nn::Linear(6, 8)).add(nn::ReLU()).add(nn::Linear(8, 3));
+    nn::Adam opt(model.parameters(), {.lr = 0.05});
+    const Tensor x = kiln::uniform({16, 6}, 9, DType::f32);
+    const Tensor labels = Tensor::from(std::vector<std::int64_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0,
+                                                                 1, 2, 0, 1, 2, 0},
+                                       {16});
+    for (int step = 0; step < 5; ++step) {
+      Tensor loss;
+      {
+        kiln::GradientContext ctx;
+        loss = nn::cross_entropy(model(x), labels);
+      }
+      opt.step(loss);
+    }
+    for (const auto& param : model.parameters())
+      final_values[e].push_back(param.value().to_vector<float>());
+    ++e;
+  }
+  kiln::set_executor(previous);
+  ASSERT_EQ(final_values[0].size(), final_values[1].size());
+  for (std::size_t i = 0; i < final_values[0].size(); ++i)
+    for (std::size_t j = 0; j < final_values[0][i].size(); ++j)
+      EXPECT_NEAR(final_values[0][i][j], final_values[1][i][j], 1e-4) << i << "," << j;
 }
 
 TEST(NnOptim, TrainsALinearRegression) {

@@ -264,6 +264,9 @@ class Optimizer {
   virtual Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                         std::vector<Tensor>& state_out) = 0;
   virtual void commit_state(std::size_t i, std::vector<Tensor> state) = 0;
+  // The current state tensors of parameter i, in the order update() adds the new ones (an
+  // entry may be undefined): the update may write the new values into their buffers.
+  virtual std::vector<const Tensor*> state_of(std::size_t i) const = 0;
   // Called once per step before the updates are built (e.g. to advance Adam's step count).
   virtual void begin_step() {}
 
@@ -295,6 +298,7 @@ class SGD : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  std::vector<const Tensor*> state_of(std::size_t i) const override;
 
  private:
   SGDOptions options_;
@@ -323,6 +327,7 @@ class Adam : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  std::vector<const Tensor*> state_of(std::size_t i) const override;
   void begin_step() override { ++t_; }
 
  private:

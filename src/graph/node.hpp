@@ -65,6 +65,11 @@ struct Node {
   // that no handle refers to once its last consumer has run.
   std::atomic<int> handles{0};
 
+  // A node whose buffer may receive this node's values instead of a new one (an optimiser's
+  // in-place update of a parameter or its state). An executor uses it only when nothing else
+  // shares that buffer or will still read it; the old node then shows the new values.
+  NodePtr overwrite;
+
   Node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs = {})
       : op(op), dtype(dtype), shape(std::move(shape)), inputs(std::move(inputs)),
         attrs(std::move(attrs)) {}

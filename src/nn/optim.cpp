@@ -1,6 +1,7 @@
 // Losses and optimisers.
 #include <cmath>
 
+#include "graph/node.hpp"
 #include "kiln/activations.hpp"
 #include "kiln/autodiff.hpp"
 #include "kiln/nn.hpp"
@@ -71,12 +72,31 @@ void Optimizer::step(const Tensor& loss) {
   std::vector<Tensor> values;
   for (const auto& p : parameters_) values.push_back(p.value());
   std::vector<Tensor> grads = gradients(loss, values);
+  values.clear();  // only the parameters hold their values now, so updates can be in place
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const Tensor old = parameters_[i].grad();
     if (old.defined()) grads[i] = grads[i] + old;
   }
   apply(grads, loss);
 }
+
+namespace {
+
+// Lets the executor write `fresh` into the buffer of `old` (a parameter's value or a state
+// tensor) when this optimiser holds the only handle to `old` and nothing shares its buffer: the
+// update is then in place and needs no new memory. A handle the user keeps to an old value
+// keeps that value unchanged.
+void offer_buffer(const Tensor& fresh, const Tensor& old) {
+  if (!fresh.defined() || !old.defined()) return;
+  detail::Node& to = *fresh.node();
+  const detail::Node& from = *old.node();
+  if (to.result || from.handles.load() != 1 || !from.result || from.result.use_count() != 1 ||
+      to.dtype != from.dtype || to.shape != from.shape)
+    return;
+  to.overwrite = old.node();
+}
+
+}  // namespace
 
 void Optimizer::apply(const std::vector<Tensor>& grads, const Tensor& loss) {
   begin_step();
@@ -95,6 +115,10 @@ void Optimizer::apply(const std::vector<Tensor>& grads, const Tensor& loss) {
     const Tensor g = grads[i].dtype() == DType::f32 ? grads[i] : convert(grads[i], DType::f32);
     std::vector<Tensor> state;
     Tensor updated = update(i, value, g, state);
+    offer_buffer(updated, value);
+    const std::vector<const Tensor*> old_state = state_of(i);
+    for (std::size_t k = 0; k < state.size() && k < old_state.size(); ++k)
+      offer_buffer(state[k], *old_state[k]);
     pending.push_back({i, targets.size(), state.size()});
     targets.push_back(std::move(updated));
     for (auto& s : state) targets.push_back(std::move(s));
@@ -140,6 +164,8 @@ void SGD::set_lr(double lr) {
   options_.lr = lr;
 }
 
+std::vector<const Tensor*> SGD::state_of(std::size_t i) const { return {&momentum_[i]}; }
+
 void SGD::commit_state(std::size_t i, std::vector<Tensor> state) {
   if (!state.empty()) momentum_[i] = std::move(state[0]);
 }
@@ -180,6 +206,8 @@ void Adam::set_lr(double lr) {
   if (!(lr >= 0)) throw Error(ErrorCode::invalid_select, "nn::Adam::set_lr: lr must be >= 0");
   options_.lr = lr;
 }
+
+std::vector<const Tensor*> Adam::state_of(std::size_t i) const { return {&m_[i], &v_[i]}; }
 
 void Adam::commit_state(std::size_t i, std::vector<Tensor> state) {
   m_[i] = std::move(state[0]);

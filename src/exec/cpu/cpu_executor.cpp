@@ -55,6 +55,7 @@ struct Instruction {
   int out = 0;    // register
   int store = -1;  // for a step whose node the kernel also stores: its index in Kernel::stored
   bool constant = false;  // a load of one value broadcast everywhere: filled once per thread
+  bool copy = false;  // a load from a buffer the kernel also writes: copied, never read in place
 };
 
 struct Program {
@@ -323,8 +324,9 @@ void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t 
         r.values[ins.out] = r.reg(ins.out);
         continue;
       }
-      const void* direct =
-          src.dtype() == p.source_types[ins.load] ? src.contiguous(start, n) : nullptr;
+      const void* direct = src.dtype() == p.source_types[ins.load] && !ins.copy
+                               ? src.contiguous(start, n)
+                               : nullptr;
       if (direct != nullptr) {
         r.values[ins.out] = direct;
       } else {
@@ -368,15 +370,27 @@ struct Producer {
   }
 };
 
-void run_elementwise(const Kernel& k) {
-  const Program p = compile(k.body, k.stored);
+// The output buffers of an elementwise kernel: new ones, or the buffers `reuse` offers (one per
+// root and stored node, null for none). Loads from an offered buffer are copied per chunk, so
+// a chunk's values are all read before any of them is overwritten.
+void run_elementwise(const Kernel& k, const std::vector<std::shared_ptr<Buffer>>& reuse) {
+  Program p = compile(k.body, k.stored);
   Node& root = *k.root;
-  auto out = std::make_shared<Buffer>(root.dtype, root.numel());
+  auto output = [&](const Node& n, std::size_t i) {
+    return reuse[i] ? reuse[i] : std::make_shared<Buffer>(n.dtype, n.numel());
+  };
+  auto out = output(root, 0);
   std::vector<std::shared_ptr<Buffer>> kept;
   std::vector<Buffer*> stored;
-  for (const Node* n : k.stored) {
-    kept.push_back(std::make_shared<Buffer>(n->dtype, n->numel()));
+  for (std::size_t i = 0; i < k.stored.size(); ++i) {
+    kept.push_back(output(*k.stored[i], i + 1));
     stored.push_back(kept.back().get());
+  }
+  for (Instruction& ins : p.code) {
+    if (ins.load < 0) continue;
+    const Buffer* from = p.sources[static_cast<std::size_t>(ins.load)].base();
+    ins.copy = std::any_of(reuse.begin(), reuse.end(),
+                           [&](const std::shared_ptr<Buffer>& b) { return b.get() == from; });
   }
   // Rows of half a chunk or more are chunks of their own: an operand broadcast along the rows
   // (a bias) is then one contiguous run per chunk, read in place instead of copied.
@@ -671,6 +685,39 @@ bool debug_enabled() {
   return on;
 }
 
+// For each output of an elementwise kernel (root, then the stored nodes), the buffer of the node
+// it may overwrite (Node::overwrite), when that is safe now: the buffer is that node's alone,
+// has the output's type and size, is not wanted by the caller, no later kernel reads it, and
+// this kernel reads it (if at all) in order.
+std::vector<std::shared_ptr<Buffer>> reusable(const Kernel& k,
+                                              const std::unordered_map<Node*, int>& readers,
+                                              const std::unordered_set<Node*>& wanted) {
+  std::vector<std::shared_ptr<Buffer>> reuse(k.stored.size() + 1);
+  auto offer = [&](const Node& out) -> std::shared_ptr<Buffer> {
+    Node* old = out.overwrite.get();
+    if (old == nullptr || !old->result || old->result.use_count() != 1 || wanted.count(old) ||
+        old->result->dtype() != out.dtype || old->result->numel() != out.numel())
+      return nullptr;
+    bool read_here = false;
+    for (const KernelInput& in : k.inputs) {
+      if (in.node != old) continue;
+      if (in.view && !in.view->is_identity()) return nullptr;
+      read_here = true;
+    }
+    const auto it = readers.find(old);
+    const int remaining = it == readers.end() ? 0 : it->second;
+    if (remaining != (read_here ? 1 : 0)) return nullptr;
+    return old->result;
+  };
+  reuse[0] = offer(*k.root);
+  for (std::size_t i = 0; i < k.stored.size(); ++i) reuse[i + 1] = offer(*k.stored[i]);
+  // Two outputs must not be offered one buffer.
+  for (std::size_t i = 1; i < reuse.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (reuse[i] && reuse[i] == reuse[j]) reuse[i] = nullptr;
+  return reuse;
+}
+
 class CpuExecutor final : public Executor {
  public:
   std::string_view name() const override { return "cpu"; }
@@ -699,7 +746,7 @@ class CpuExecutor final : public Executor {
     for (const Kernel& k : kernels) {
       const ProfileTimer timer;
       switch (k.kind) {
-        case Kernel::Kind::elementwise: run_elementwise(k); break;
+        case Kernel::Kind::elementwise: run_elementwise(k, reusable(k, readers, wanted)); break;
         case Kernel::Kind::reduce: run_reduce(k); break;
         case Kernel::Kind::matmul: run_matmul(k); break;
         case Kernel::Kind::materialize: run_materialize(k); break;

@@ -65,7 +65,7 @@ ViewLayer coalesced(const ViewLayer& l) {
 
 }  // namespace
 
-Source::Source(const Buffer& base, const ViewMap* view) : buffer_(&base) {
+Source::Source(const Buffer& base, const ViewMap* view) : base_(&base), buffer_(&base) {
   if (view == nullptr || view->is_identity()) return;
   const auto& layers = view->layers();
   row_major_ = false;

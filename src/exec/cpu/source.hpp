@@ -18,6 +18,8 @@ class Source {
   Source(const Buffer& base, const ViewMap* view);
 
   DType dtype() const { return buffer_->dtype(); }
+  // The buffer the source reads (before any staging of lower view layers).
+  const Buffer* base() const { return base_; }
   // Writes the values at row-major positions [start, start + n) of the view, converted to `as`.
   void read(std::int64_t start, std::int64_t n, void* out, DType as) const;
   // The values at positions [start, start + n) when they lie contiguously in the buffer (the
@@ -32,6 +34,7 @@ class Source {
  private:
   template <class S, class T> void read_typed(std::int64_t start, std::int64_t n, T* out) const;
 
+  const Buffer* base_;
   const Buffer* buffer_;
   std::shared_ptr<Buffer> staged_;  // owns the materialised lower layers, when there are any
   bool row_major_ = true;
