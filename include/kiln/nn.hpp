@@ -236,6 +236,9 @@ Tensor correct_count(const Tensor& logits, const Tensor& labels);
 // An optimiser holds handles to parameter slots and replaces their values on each step. Both
 // forms of step() evaluate the new parameters and the new optimiser state together, in one
 // pass, store them as new leaves, and leave the parameters without gradient (zero_grad).
+// The new values are written into the old values' memory (in place, no new buffers) when the
+// optimiser holds the only handle to an old value: a handle kept to an old value keeps it, and
+// graphs built earlier on an old value that are evaluated after the step see the new one.
 class Optimizer {
  public:
   explicit Optimizer(std::vector<Parameter> parameters);
