@@ -1471,6 +1471,19 @@ bool same_floats(const std::vector<double>& a, const std::vector<double>& b) {
   return true;
 }
 
+// The CPU executor's values against the reference's: NaN and infinities exactly, finite values
+// within rtol * (1 + |reference|).
+void expect_agree(const std::vector<double>& ref, const std::vector<double>& got, double rtol) {
+  ASSERT_EQ(ref.size(), got.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(ref[i]))
+      EXPECT_TRUE(ref[i] == got[i] || (std::isnan(ref[i]) && std::isnan(got[i])))
+          << i << ": " << ref[i] << " vs " << got[i];
+    else
+      EXPECT_NEAR(ref[i], got[i], rtol * (1 + std::fabs(ref[i]))) << i;
+  }
+}
+
 TEST(ExecutorKernels, MaxPool2x2RowsAgreeWithReference) {
   // Row widths around the 16-output vectors of the AVX-512 rows (masked tails, several vectors,
   // an odd column and row left over), values from {0, 1, 2} so windows tie, and NaN and
@@ -1529,14 +1542,7 @@ TEST(ExecutorKernels, RowMaxMinAndSoftmaxSeeNaNAnywhere) {
           got[e].insert(got[e].end(), v.begin(), v.end());
         }
       }
-      ASSERT_EQ(got[0].size(), got[1].size());
-      for (std::size_t i = 0; i < got[0].size(); ++i) {
-        if (std::isnan(got[0][i])) {
-          EXPECT_TRUE(std::isnan(got[1][i])) << i;
-        } else {
-          EXPECT_NEAR(got[0][i], got[1][i], 1e-6 * (1 + std::fabs(got[0][i]))) << i;
-        }
-      }
+      expect_agree(got[0], got[1], 1e-6);
     }
   }
 }
@@ -1559,15 +1565,7 @@ TEST(ExecutorKernels, SoftmaxOfInfiniteRowsAgreesWithReference) {
         got[e].insert(got[e].end(), v.begin(), v.end());
       }
     }
-    ASSERT_EQ(got[0].size(), got[1].size());
-    for (std::size_t i = 0; i < got[0].size(); ++i) {
-      if (std::isnan(got[0][i]) || std::isinf(got[0][i])) {
-        EXPECT_TRUE(got[0][i] == got[1][i] || (std::isnan(got[0][i]) && std::isnan(got[1][i])))
-            << i << ": " << got[0][i] << " vs " << got[1][i];
-      } else {
-        EXPECT_NEAR(got[0][i], got[1][i], 1e-6 * (1 + std::fabs(got[0][i]))) << i;
-      }
-    }
+    expect_agree(got[0], got[1], 1e-6);
   }
 }
 
@@ -1663,18 +1661,14 @@ TEST(ExecutorMultiOutput, OptimiserStepIsOnePass) {
   const auto kernels = schedule_of(step());
   ASSERT_EQ(kernels.size(), 1u) << kiln::detail::describe(kernels);
   EXPECT_EQ(kernels[0].stored.size(), 2u);
-  std::vector<std::vector<float>> got[2];
+  std::vector<std::vector<double>> got[2];
   for (int e = 0; e < 2; ++e) {
     kiln::set_executor(executors()[e].second);
     std::vector<Tensor> t = step();
     kiln::eval_all(t);
-    for (const Tensor& r : t) got[e].push_back(r.to_vector<float>());
+    for (const Tensor& r : t) got[e].push_back(r.to_vector<double>());
   }
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_EQ(got[0][i].size(), got[1][i].size());
-    for (std::size_t j = 0; j < got[0][i].size(); ++j)
-      EXPECT_NEAR(got[0][i][j], got[1][i][j], 1e-5 * (1 + std::fabs(got[0][i][j])));
-  }
+  for (int i = 0; i < 3; ++i) expect_agree(got[0][i], got[1][i], 1e-5);
 }
 
 TEST(ExecutorMultiOutput, ResultsReadOutOfOrderOrTwiceStayApart) {
@@ -1699,9 +1693,7 @@ TEST(ExecutorMultiOutput, ResultsReadOutOfOrderOrTwiceStayApart) {
     const Tensor t2 = a * b + 1.0;
     got[e][1] = (kiln::sin(t2) * kiln::sum(t2)).to_vector<double>();
   }
-  for (int i = 0; i < 2; ++i)
-    for (std::size_t j = 0; j < got[0][i].size(); ++j)
-      EXPECT_NEAR(got[0][i][j], got[1][i][j], 1e-12 * (1 + std::fabs(got[0][i][j])));
+  for (int i = 0; i < 2; ++i) expect_agree(got[0][i], got[1][i], 1e-12);
 }
 
 }  // namespace
