@@ -130,10 +130,6 @@ class Scheduler {
   std::unordered_map<Node*, int> uses_;
 };
 
-}  // namespace
-
-namespace {
-
 // Takes each elementwise kernel into the elementwise kernel that reads its result when that is
 // the result's only reader, they have the same number of elements and the result is read in
 // order (every time it is read): the merged kernel computes both in one pass over memory and
