@@ -361,7 +361,9 @@ TEST(NnOptim, AdamUpdatesInPlaceUnlessTheOldValueIsHeld) {
   opt.step(half_square(p));
   // The CPU executor writes the new value into the old one's buffer; the reference executor
   // always allocates. Either way the values are Adam's.
-  if (cpu) EXPECT_EQ(storage_of(p.value()), value_storage);
+  if (cpu) {
+    EXPECT_EQ(storage_of(p.value()), value_storage);
+  }
   const Vf after = p.value().to_vector<float>();
   for (std::size_t i = 0; i < before.size(); ++i) EXPECT_LT(std::fabs(after[i]), std::fabs(before[i]));
 
