@@ -26,8 +26,8 @@ namespace {
 // map to read it through.
 KernelInput source_of(const NodePtr& input) {
   Node* d = input.get();
-  if (!d->result && d->is_view()) return {d->view_base.get(), &d->view, ""};
-  return {d, nullptr, ""};
+  if (!d->result && d->is_view()) return {d->view_base.get(), d, &d->view, ""};
+  return {d, nullptr, nullptr, ""};
 }
 
 class Scheduler {
@@ -58,11 +58,11 @@ class Scheduler {
           k.inputs.push_back(in);
         }
       } else if (k.kind == Kernel::Kind::materialize) {
-        k.inputs.push_back({n->view_base.get(), &n->view, "viewed values are copied out"});
+        k.inputs.push_back({n->view_base.get(), n, &n->view, "viewed values are copied out"});
       } else {
         for (const auto& i : n->inputs) {
           KernelInput in = source_of(i);
-          in.reason = std::string(n->info().name) + " reads its inputs from memory";
+          in.reason = "this op reads its inputs from memory";
           k.inputs.push_back(in);
         }
       }

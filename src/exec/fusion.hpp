@@ -13,11 +13,13 @@
 
 namespace kiln::detail {
 
-// A value a kernel reads: the buffer of `node` through `view` (null: row-major, as it is).
+// A value a kernel reads: the buffer of `node` through `view` (null: row-major, as it is), the
+// map of the view node `through`.
 struct KernelInput {
   Node* node;
+  const Node* through;
   const ViewMap* view;
-  std::string reason;  // why it is read from memory rather than computed in the kernel
+  const char* reason;  // why it is read from memory rather than computed in the kernel
 };
 
 struct Kernel {

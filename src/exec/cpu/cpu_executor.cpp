@@ -22,6 +22,7 @@
 #include "exec/cpu/thread_pool.hpp"
 #include "exec/cpu/window2d.hpp"
 #include "exec/fusion.hpp"
+#include "exec/schedule_cache.hpp"
 #include "exec/kernel_profile.hpp"
 #include "exec/operand.hpp"
 #include "exec/reference_kernels.hpp"
@@ -40,39 +41,61 @@ constexpr std::int64_t kChunk = 1024;  // values per register: 8 KiB at most, so
 // ---- fused elementwise programs --------------------------------------------------------------
 
 struct Step {
-  const Node* node;
-  DType compute;                 // the type the op computes in
-  std::vector<int> args;         // registers
-  std::vector<DType> arg_types;  // the types of the values in them
+  Op op = Op::store;
+  DType dtype = DType::f32;      // the node's type
+  DType compute = DType::f32;    // the type the op computes in
+  int arity = 0;
+  int args[3] = {};              // registers
+  DType arg_types[3] = {};       // the types of the values in them
+  std::shared_ptr<const CustomKernel> custom;  // custom_map
 };
 
 // A fused kernel as a register machine: a list of loads (a source into a register) and steps
 // (an op from registers into a register). Registers are reused once their value is dead, so a
 // fused chain of any length needs only a few.
 struct Instruction {
-  int load = -1;  // a source index, or -1 for a step
+  int load = -1;  // an index into Code::loads, or -1 for a step
   Step step;
   int out = 0;    // register
   int store = -1;  // for a step whose node the kernel also stores: its index in Kernel::stored
-  bool constant = false;  // a load of one value broadcast everywhere: filled once per thread
-  bool copy = false;  // a load from a buffer the kernel also writes: copied, never read in place
 };
 
-struct Program {
-  std::vector<Source> sources;
-  std::vector<DType> source_types;
+// A value read from memory: the buffer of the node at position `node` of the graph's structure,
+// through the map of the view node at `through` (or -1: as it is).
+struct Load {
+  int node;
+  int through;
+  DType type;
+  bool constant;  // one value broadcast everywhere: filled once per thread
+};
+
+// A compiled fused kernel. It names nodes by their positions in the graph's structure, so the
+// schedule cache keeps it for every later graph of the same structure.
+struct Code final : PreparedKernel {
+  std::vector<Load> loads;
   std::vector<Instruction> code;
   int registers = 0;
   int result = -1;  // register
-  std::uint64_t tag = 0;  // unique per compiled program: which registers hold its constants
 };
 
-std::uint64_t next_program_tag() {
-  static std::atomic<std::uint64_t> counter{0};
-  return ++counter;
-}
+// A Code bound to the buffers of one evaluation.
+struct Program {
+  const Code* code = nullptr;
+  std::vector<Source> sources;  // one per load
+  std::vector<char> copy;  // per load: a buffer the kernel also writes, copied, never read in place
+  std::uint64_t tag = 0;  // unique per binding: which registers hold its constants
 
-DType compute_type(const Node& n, const std::vector<DType>& arg_types) {
+  Program(const Code& c, const GraphStructure& structure) : code(&c), copy(c.loads.size(), 0) {
+    static std::atomic<std::uint64_t> bindings{0};
+    tag = ++bindings;
+    sources.reserve(c.loads.size());
+    const std::vector<Node*>& nodes = structure.nodes();
+    for (const Load& l : c.loads)
+      sources.emplace_back(*nodes[l.node]->result, l.through < 0 ? nullptr : &nodes[l.through]->view);
+  }
+};
+
+DType compute_type(const Node& n, const DType* arg_types) {
   switch (n.info().kind) {
     case OpKind::binary: return promote(arg_types[0], arg_types[1]);
     case OpKind::unary: return (n.op == Op::sign || n.op == Op::even) ? arg_types[0] : n.dtype;
@@ -81,20 +104,23 @@ DType compute_type(const Node& n, const std::vector<DType>& arg_types) {
   }
 }
 
-Program compile(const std::vector<Node*>& body, const std::vector<Node*>& stored = {}) {
-  Program p;
+// Compiles the fused nodes `body` (inputs first); the values they read from memory must be
+// computed already.
+std::shared_ptr<Code> compile(const std::vector<Node*>& body, const std::vector<Node*>& stored,
+                              const GraphStructure& structure) {
+  auto p = std::make_shared<Code>();
   const std::unordered_set<const Node*> in_body(body.begin(), body.end());
-  // A value is a fused node or a (node, view) pair read from memory.
-  using Value = std::pair<const Node*, const ViewMap*>;
+  // A value is a fused node or a (node, view node) pair read from memory.
+  using Value = std::pair<const Node*, const Node*>;
   auto value_of = [&](const NodePtr& input) -> Value {
     const Node* d = input.get();
-    const ViewMap* view = nullptr;
+    const Node* through = nullptr;
     if (!d->result && d->is_view()) {
-      view = &d->view;
+      through = d;
       d = d->view_base.get();
     }
-    if (in_body.count(d)) view = nullptr;  // fused values are read as computed
-    return {d, view};
+    if (in_body.count(d)) through = nullptr;  // fused values are read as computed
+    return {d, through};
   };
   struct ValueHash {
     std::size_t operator()(const Value& v) const {
@@ -113,32 +139,38 @@ Program compile(const std::vector<Node*>& body, const std::vector<Node*>& stored
       free_registers.pop_back();
       return r;
     }
-    return p.registers++;
+    return p->registers++;
   };
   std::unordered_map<Value, std::pair<int, DType>, ValueHash> live;  // value -> (register, type)
   std::unordered_set<int> constant_registers;
   for (std::size_t i = 0; i < body.size(); ++i) {
     const Node* n = body[i];
-    Step s{n, n->dtype, {}, {}};
+    Step s;
+    s.op = n->op;
+    s.dtype = n->dtype;
+    s.custom = n->attrs.custom;
     for (const auto& in : n->inputs) {
       const Value v = value_of(in);
       auto it = live.find(v);
       if (it == live.end()) {  // a value from memory: load it just before its first use
         Instruction load;
-        load.load = static_cast<int>(p.sources.size());
-        p.sources.emplace_back(*v.first->result, v.second);
+        load.load = static_cast<int>(p->loads.size());
         // A broadcast scalar gets a register of its own that no other value reuses, so it is
         // filled once per thread instead of once per chunk; a few of them, so that a long chain
         // of ops with constants still needs only a few registers.
-        load.constant = p.sources.back().constant() && constant_registers.size() < 16;
-        load.out = load.constant ? p.registers++ : allocate();
-        if (load.constant) constant_registers.insert(load.out);
-        p.source_types.push_back(v.first->dtype);
-        p.code.push_back(std::move(load));
-        it = live.emplace(v, std::pair{p.code.back().out, v.first->dtype}).first;
+        const bool constant = Source(*v.first->result, v.second ? &v.second->view : nullptr)
+                                  .constant() &&
+                              constant_registers.size() < 16;
+        p->loads.push_back({structure.slot(v.first), v.second ? structure.slot(v.second) : -1,
+                            v.first->dtype, constant});
+        load.out = constant ? p->registers++ : allocate();
+        if (constant) constant_registers.insert(load.out);
+        p->code.push_back(std::move(load));
+        it = live.emplace(v, std::pair{p->code.back().out, v.first->dtype}).first;
       }
-      s.args.push_back(it->second.first);
-      s.arg_types.push_back(it->second.second);
+      s.args[s.arity] = it->second.first;
+      s.arg_types[s.arity] = it->second.second;
+      ++s.arity;
     }
     s.compute = compute_type(*n, s.arg_types);
     Instruction step;
@@ -157,11 +189,16 @@ Program compile(const std::vector<Node*>& body, const std::vector<Node*>& stored
       }
     }
     live[{n, nullptr}] = {step.out, n->dtype};
-    p.code.push_back(std::move(step));
+    p->code.push_back(std::move(step));
   }
-  p.result = p.code.back().out;
-  p.tag = next_program_tag();
+  p->result = p->code.back().out;
   return p;
+}
+
+// The compiled code of a kernel plan: compiled when the plan first runs, then kept with it.
+const Code& code_of(KernelPlan& plan, const Kernel& k, const GraphStructure& structure) {
+  if (!plan.prepared) plan.prepared = compile(k.body, k.stored, structure);
+  return static_cast<const Code&>(*plan.prepared);
 }
 
 // Per-thread registers and conversion scratch.
@@ -236,11 +273,11 @@ void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
 #undef KILN_BINARY_CASE
 
 void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
-  const Node& node = *s.node;
+  const OpInfo& info = op_info(s.op);
   const void* args[3] = {};
-  for (std::size_t i = 0; i < s.args.size(); ++i) {
+  for (int i = 0; i < s.arity; ++i) {
     const int a = s.args[i];
-    const DType want = node.info().kind == OpKind::ternary && i == 0 ? s.arg_types[i] : s.compute;
+    const DType want = info.kind == OpKind::ternary && i == 0 ? s.arg_types[i] : s.compute;
     if (s.arg_types[i] == want) {
       args[i] = r.value(a);
     } else {
@@ -249,41 +286,41 @@ void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
     }
   }
   const FloatLoops& loops = float_loops();
-  switch (node.info().kind) {
+  switch (info.kind) {
     case OpKind::unary:
-      if (s.compute == node.dtype && has_float_loop(node.op)) {
+      if (s.compute == s.dtype && has_float_loop(s.op)) {
         if (s.compute == DType::f32)
-          return loops.unary_f32(node.op, static_cast<const float*>(args[0]),
+          return loops.unary_f32(s.op, static_cast<const float*>(args[0]),
                                  static_cast<float*>(out), n);
         if (s.compute == DType::f64)
-          return loops.unary_f64(node.op, static_cast<const double*>(args[0]),
+          return loops.unary_f64(s.op, static_cast<const double*>(args[0]),
                                  static_cast<double*>(out), n);
       }
       return dispatch(s.compute, [&]<class T>() {
-        dispatch(node.dtype, [&]<class O>() {
-          generic_unary<T, O>(node.op, static_cast<const T*>(args[0]), static_cast<O*>(out), n);
+        dispatch(s.dtype, [&]<class O>() {
+          generic_unary<T, O>(s.op, static_cast<const T*>(args[0]), static_cast<O*>(out), n);
         });
       });
     case OpKind::binary:
-      if (s.compute == node.dtype && has_float_loop(node.op)) {
+      if (s.compute == s.dtype && has_float_loop(s.op)) {
         if (s.compute == DType::f32)
-          return loops.binary_f32(node.op, static_cast<const float*>(args[0]),
+          return loops.binary_f32(s.op, static_cast<const float*>(args[0]),
                                   static_cast<const float*>(args[1]), static_cast<float*>(out),
                                   n);
         if (s.compute == DType::f64)
-          return loops.binary_f64(node.op, static_cast<const double*>(args[0]),
+          return loops.binary_f64(s.op, static_cast<const double*>(args[0]),
                                   static_cast<const double*>(args[1]), static_cast<double*>(out),
                                   n);
       }
       return dispatch(s.compute, [&]<class T>() {
-        dispatch(node.dtype, [&]<class O>() {
-          generic_binary<T, O>(node.op, static_cast<const T*>(args[0]),
+        dispatch(s.dtype, [&]<class O>() {
+          generic_binary<T, O>(s.op, static_cast<const T*>(args[0]),
                                static_cast<const T*>(args[1]), static_cast<O*>(out), n);
         });
       });
     case OpKind::ternary:
       return dispatch(s.arg_types[0], [&]<class C>() {
-        dispatch(node.dtype, [&]<class O>() {
+        dispatch(s.dtype, [&]<class O>() {
           const C* c = static_cast<const C*>(args[0]);
           const O* a = static_cast<const O*>(args[1]);
           const O* b = static_cast<const O*>(args[2]);
@@ -292,9 +329,9 @@ void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
         });
       });
     case OpKind::custom: {
-      const auto& f = node.attrs.custom->element;
+      const auto& f = s.custom->element;
       const double* a = static_cast<const double*>(args[0]);
-      return dispatch(node.dtype, [&]<class O>() {
+      return dispatch(s.dtype, [&]<class O>() {
         O* o = static_cast<O*>(out);
         for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(a[i]));
       });
@@ -302,7 +339,7 @@ void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
     default: break;
   }
   throw Error(ErrorCode::internal_error,
-              std::string(node.info().name) + ": not an elementwise op");
+              std::string(info.name) + ": not an elementwise op");
 }
 
 // Evaluates positions [start, start + n) (n <= kChunk) of the program's result into its result
@@ -310,31 +347,32 @@ void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
 // their buffers (`stored`, one per Kernel::stored entry).
 void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t n, void* out,
                const std::vector<Buffer*>* stored = nullptr) {
-  r.prepare(static_cast<std::size_t>(p.registers));
-  for (std::size_t i = 0; i < p.code.size(); ++i) {
-    const Instruction& ins = p.code[i];
+  const Code& code = *p.code;
+  r.prepare(static_cast<std::size_t>(code.registers));
+  for (std::size_t i = 0; i < code.code.size(); ++i) {
+    const Instruction& ins = code.code[i];
     if (ins.load >= 0) {
       // A plain load needs no copy: the steps read the source buffer itself.
       const Source& src = p.sources[ins.load];
-      if (ins.constant) {
+      const Load& load = code.loads[ins.load];
+      if (load.constant) {
         if (r.filled_by[ins.out] != p.tag) {
-          src.fill(kChunk, r.reg(ins.out), p.source_types[ins.load]);
+          src.fill(kChunk, r.reg(ins.out), load.type);
           r.filled_by[ins.out] = p.tag;
         }
         r.values[ins.out] = r.reg(ins.out);
         continue;
       }
-      const void* direct = src.dtype() == p.source_types[ins.load] && !ins.copy
-                               ? src.contiguous(start, n)
-                               : nullptr;
+      const void* direct =
+          src.dtype() == load.type && !p.copy[ins.load] ? src.contiguous(start, n) : nullptr;
       if (direct != nullptr) {
         r.values[ins.out] = direct;
       } else {
-        src.read(start, n, r.reg(ins.out), p.source_types[ins.load]);
+        src.read(start, n, r.reg(ins.out), load.type);
         r.values[ins.out] = r.reg(ins.out);
       }
     } else {
-      const bool last = i + 1 == p.code.size();
+      const bool last = i + 1 == code.code.size();
       void* target = last && out ? out : r.reg(ins.out);
       if (ins.store >= 0 && stored) {
         Buffer& b = *(*stored)[static_cast<std::size_t>(ins.store)];
@@ -366,15 +404,16 @@ struct Producer {
     Registers& r = thread_registers();
     if (as == type) return run_chunk(*program, r, start, n, out);
     run_chunk(*program, r, start, n, nullptr);
-    convert_values(r.value(program->result), type, out, as, n);
+    convert_values(r.value(program->code->result), type, out, as, n);
   }
 };
 
 // The output buffers of an elementwise kernel: new ones, or the buffers `reuse` offers (one per
 // root and stored node, null for none). Loads from an offered buffer are copied per chunk, so
 // a chunk's values are all read before any of them is overwritten.
-void run_elementwise(const Kernel& k, const std::vector<std::shared_ptr<Buffer>>& reuse) {
-  Program p = compile(k.body, k.stored);
+void run_elementwise(const Kernel& k, const Code& code, const GraphStructure& structure,
+                     const std::vector<std::shared_ptr<Buffer>>& reuse) {
+  Program p(code, structure);
   Node& root = *k.root;
   auto output = [&](const Node& n, std::size_t i) {
     return reuse[i] ? reuse[i] : std::make_shared<Buffer>(n.dtype, n.numel());
@@ -386,11 +425,10 @@ void run_elementwise(const Kernel& k, const std::vector<std::shared_ptr<Buffer>>
     kept.push_back(output(*k.stored[i], i + 1));
     stored.push_back(kept.back().get());
   }
-  for (Instruction& ins : p.code) {
-    if (ins.load < 0) continue;
-    const Buffer* from = p.sources[static_cast<std::size_t>(ins.load)].base();
-    ins.copy = std::any_of(reuse.begin(), reuse.end(),
-                           [&](const std::shared_ptr<Buffer>& b) { return b.get() == from; });
+  for (std::size_t i = 0; i < p.sources.size(); ++i) {
+    const Buffer* from = p.sources[i].base();
+    p.copy[i] = std::any_of(reuse.begin(), reuse.end(),
+                            [&](const std::shared_ptr<Buffer>& b) { return b.get() == from; });
   }
   // Rows of half a chunk or more are chunks of their own: an operand broadcast along the rows
   // (a bias) is then one contiguous run per chunk, read in place instead of copied.
@@ -556,7 +594,7 @@ template <class T> struct Accumulator {
   }
 };
 
-void run_reduce(const Kernel& k) {
+void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structure) {
   Node& root = *k.root;
   const Node& input = *root.inputs[0];
   std::int64_t outer, reduced, inner;
@@ -572,7 +610,7 @@ void run_reduce(const Kernel& k) {
   std::optional<Source> source;
   Producer producer;
   if (!k.body.empty()) {
-    program.emplace(compile(k.body));
+    program.emplace(code_of(plan, k, structure), structure);
     producer.program = &*program;
     producer.type = k.body.back()->dtype;
   } else {
@@ -688,24 +726,25 @@ bool debug_enabled() {
 // For each output of an elementwise kernel (root, then the stored nodes), the buffer of the node
 // it may overwrite (Node::overwrite), when that is safe now: the buffer is that node's alone,
 // has the output's type and size, is not wanted by the caller, no later kernel reads it, and
-// this kernel reads it (if at all) in order.
-std::vector<std::shared_ptr<Buffer>> reusable(const Kernel& k,
-                                              const std::unordered_map<Node*, int>& readers,
-                                              const std::unordered_set<Node*>& wanted) {
+// this kernel reads it (if at all) in order. `readers` counts the kernels yet to read each node.
+std::vector<std::shared_ptr<Buffer>> reusable(const Kernel& k, const GraphStructure& structure,
+                                              const SchedulePlan& plan,
+                                              const std::vector<int>& readers) {
   std::vector<std::shared_ptr<Buffer>> reuse(k.stored.size() + 1);
   auto offer = [&](const Node& out) -> std::shared_ptr<Buffer> {
     Node* old = out.overwrite.get();
-    if (old == nullptr || !old->result || old->result.use_count() != 1 || wanted.count(old) ||
+    if (old == nullptr || !old->result || old->result.use_count() != 1 ||
         old->result->dtype() != out.dtype || old->result->numel() != out.numel())
       return nullptr;
+    const int slot = structure.slot(old);  // -1: not part of this evaluation
+    if (slot >= 0 && plan.requested[static_cast<std::size_t>(slot)]) return nullptr;
     bool read_here = false;
     for (const KernelInput& in : k.inputs) {
       if (in.node != old) continue;
       if (in.view && !in.view->is_identity()) return nullptr;
       read_here = true;
     }
-    const auto it = readers.find(old);
-    const int remaining = it == readers.end() ? 0 : it->second;
+    const int remaining = slot < 0 ? 0 : readers[static_cast<std::size_t>(slot)];
     if (remaining != (read_here ? 1 : 0)) return nullptr;
     return old->result;
   };
@@ -723,45 +762,50 @@ class CpuExecutor final : public Executor {
   std::string_view name() const override { return "cpu"; }
 
   void execute(std::span<Node* const> targets) override {
+    if (std::all_of(targets.begin(), targets.end(), [](Node* t) { return t->result != nullptr; }))
+      return;
     use_thread_count();
     const ProfileTimer scheduling;
-    const std::vector<Kernel> kernels = schedule(targets);
-    if (scheduling.on()) profile_label("scheduling", scheduling.seconds());
+    structure_.build(targets);
+    bool cached = false;
+    SchedulePlan& plan = cache_.plan(targets, structure_, cached);
+    const std::vector<Kernel> kernels = plan.bind(structure_);
+    if (scheduling.on()) profile_label(cached ? "scheduling (cached)" : "scheduling", scheduling.seconds());
     if (debug_enabled() && !kernels.empty())
       std::cerr << "[kiln] schedule (" << float_loops().isa << ", " << thread_count()
-                << " threads):\n"
+                << " threads" << (cached ? ", cached" : "") << "):\n"
                 << describe(kernels);
     // Results of kernels are released after their last reader unless a handle or a target
     // needs them.
-    std::unordered_map<Node*, int> readers;
-    std::unordered_set<Node*> computed;
-    for (const Kernel& k : kernels) {
-      computed.insert(k.root);
-      computed.insert(k.stored.begin(), k.stored.end());
-      std::unordered_set<Node*> seen;
-      for (const KernelInput& in : k.inputs)
-        if (seen.insert(in.node).second) ++readers[in.node];
-    }
-    const std::unordered_set<Node*> wanted(targets.begin(), targets.end());
-    for (const Kernel& k : kernels) {
+    std::vector<int> readers = plan.readers;
+    const std::vector<Node*>& nodes = structure_.nodes();
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      const Kernel& k = kernels[i];
+      KernelPlan& p = plan.kernels[i];
       const ProfileTimer timer;
       switch (k.kind) {
-        case Kernel::Kind::elementwise: run_elementwise(k, reusable(k, readers, wanted)); break;
-        case Kernel::Kind::reduce: run_reduce(k); break;
+        case Kernel::Kind::elementwise:
+          run_elementwise(k, code_of(p, k, structure_), structure_,
+                          reusable(k, structure_, plan, readers));
+          break;
+        case Kernel::Kind::reduce: run_reduce(k, p, structure_); break;
         case Kernel::Kind::matmul: run_matmul(k); break;
         case Kernel::Kind::materialize: run_materialize(k); break;
         case Kernel::Kind::single: run_single(k); break;
       }
       if (timer.on()) profile_kernel(k, timer.seconds());
-      std::unordered_set<Node*> seen;
-      for (const KernelInput& in : k.inputs) {
-        Node* n = in.node;
-        if (!seen.insert(n).second) continue;
-        if (--readers[n] == 0 && computed.count(n) && !wanted.count(n) && n->handles.load() == 0)
+      for (int slot : p.reads) {
+        const auto s = static_cast<std::size_t>(slot);
+        Node* n = nodes[s];
+        if (--readers[s] == 0 && plan.computed[s] && !plan.requested[s] && n->handles.load() == 0)
           n->result.reset();
       }
     }
   }
+
+ private:
+  GraphStructure structure_;
+  ScheduleCache cache_;
 };
 
 }  // namespace

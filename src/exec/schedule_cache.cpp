@@ -1,0 +1,190 @@
+#include "exec/schedule_cache.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+
+namespace kiln::detail {
+
+namespace {
+
+enum Tag : std::uint64_t { computed_value = 1, unevaluated_view = 2, unevaluated_op = 3 };
+
+void put(std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& values) {
+  key.push_back(values.size());
+  for (std::int64_t v : values) key.push_back(static_cast<std::uint64_t>(v));
+}
+
+void put(std::vector<std::uint64_t>& key, const Scalar& s) {
+  key.push_back(static_cast<std::uint64_t>(s.dtype()));
+  key.push_back(is_float(s.dtype()) ? std::bit_cast<std::uint64_t>(s.as<double>())
+                                    : static_cast<std::uint64_t>(s.as<std::int64_t>()));
+}
+
+void put(std::vector<std::uint64_t>& key, const ViewMap& view) {
+  key.push_back(view.layers().size());
+  for (const ViewLayer& layer : view.layers()) {
+    put(key, layer.shape);
+    put(key, layer.strides);
+    key.push_back(static_cast<std::uint64_t>(layer.offset));
+    key.push_back(layer.valid.size());
+    for (auto [from, to] : layer.valid) {
+      key.push_back(static_cast<std::uint64_t>(from));
+      key.push_back(static_cast<std::uint64_t>(to));
+    }
+    put(key, layer.fill);
+  }
+}
+
+std::uint64_t hash_of(const std::vector<std::uint64_t>& key) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ key.size();
+  for (std::uint64_t w : key) {
+    h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+  }
+  return h;
+}
+
+// What a node reads: nothing once it has a result, the node a view reads through, or its inputs.
+template <class F> void for_each_read(const Node& n, F f) {
+  if (n.result) return;
+  if (n.is_view()) return f(n.view_base.get());
+  for (const NodePtr& in : n.inputs) f(in.get());
+}
+
+}  // namespace
+
+int GraphStructure::slot(const Node* node) const {
+  return node->walk == walk_ ? static_cast<int>(node->slot) : -1;
+}
+
+void GraphStructure::build(std::span<Node* const> targets) {
+  static std::uint64_t walks = 0;  // distinct over all structures, so stamps never collide
+  walk_ = ++walks;
+  nodes_.clear();
+  key_.clear();
+  // Depth first, inputs left to right, each node placed after what it reads. A node is stamped
+  // when first expanded; in a DAG it cannot be met again before it is placed.
+  for (auto it = targets.rbegin(); it != targets.rend(); ++it) stack_.push_back({*it, false});
+  while (!stack_.empty()) {
+    auto [n, expanded] = stack_.back();
+    stack_.pop_back();
+    if (expanded) {
+      n->slot = static_cast<std::uint32_t>(nodes_.size());
+      nodes_.push_back(n);
+      encode(*n);
+      continue;
+    }
+    if (n->walk == walk_) continue;
+    n->walk = walk_;
+    stack_.push_back({n, true});
+    const std::size_t first = stack_.size();
+    for_each_read(*n, [&](Node* in) {
+      if (in->walk != walk_) stack_.push_back({in, false});
+    });
+    std::reverse(stack_.begin() + static_cast<std::ptrdiff_t>(first), stack_.end());
+  }
+  key_.push_back(targets.size());
+  for (Node* t : targets) key_.push_back(t->slot);
+  hash_ = hash_of(key_);
+}
+
+void GraphStructure::encode(const Node& n) {
+  auto& key = key_;
+  if (n.result) {
+    key.push_back(computed_value);
+    key.push_back(static_cast<std::uint64_t>(n.dtype));
+    put(key, n.shape);
+    return;
+  }
+  key.push_back(n.is_view() ? unevaluated_view : unevaluated_op);
+  key.push_back(static_cast<std::uint64_t>(n.op));
+  key.push_back(static_cast<std::uint64_t>(n.dtype));
+  put(key, n.shape);
+  if (n.is_view()) {
+    key.push_back(n.view_base->slot);
+    put(key, n.view);
+    return;
+  }
+  key.push_back(n.inputs.size());
+  for (const NodePtr& in : n.inputs) key.push_back(in->slot);
+  const Attrs& a = n.attrs;
+  for (const auto* v : {&a.axes, &a.start, &a.after, &a.step, &a.window, &a.dilation}) put(key, *v);
+  put(key, a.value);
+  key.push_back(a.flag);
+  // The callables themselves: a prepared kernel that calls one keeps it alive, so its address
+  // cannot come back for another. The random seed is read when the kernel runs.
+  key.push_back(reinterpret_cast<std::uintptr_t>(a.custom.get()));
+  // A node to overwrite changes which buffers a kernel may reuse, decided when it runs.
+}
+
+std::vector<Kernel> SchedulePlan::bind(const GraphStructure& structure) const {
+  const std::vector<Node*>& nodes = structure.nodes();
+  std::vector<Kernel> kernels;
+  kernels.reserve(this->kernels.size());
+  for (const KernelPlan& p : this->kernels) {
+    Kernel k{p.kind, nodes[p.root], {}, {}, {}};
+    k.body.reserve(p.body.size());
+    for (int b : p.body) k.body.push_back(nodes[b]);
+    k.inputs.reserve(p.inputs.size());
+    for (const KernelPlan::Input& in : p.inputs) {
+      const Node* through = in.through < 0 ? nullptr : nodes[in.through];
+      k.inputs.push_back({nodes[in.node], through, through ? &through->view : nullptr, in.reason});
+    }
+    for (int s : p.stored) k.stored.push_back(nodes[s]);
+    kernels.push_back(std::move(k));
+  }
+  return kernels;
+}
+
+namespace {
+
+SchedulePlan plan_of(const std::vector<Kernel>& kernels, const GraphStructure& structure,
+                     std::span<Node* const> targets) {
+  const std::size_t count = structure.nodes().size();
+  SchedulePlan plan;
+  plan.readers.assign(count, 0);
+  plan.computed.assign(count, 0);
+  plan.requested.assign(count, 0);
+  for (Node* t : targets) plan.requested[static_cast<std::size_t>(structure.slot(t))] = 1;
+  auto slot = [&](const Node* n) { return structure.slot(n); };
+  for (const Kernel& k : kernels) {
+    KernelPlan p{k.kind, slot(k.root), {}, {}, {}, {}, nullptr};
+    for (const Node* b : k.body) p.body.push_back(slot(b));
+    for (const KernelInput& in : k.inputs) {
+      p.inputs.push_back({slot(in.node), in.through ? slot(in.through) : -1, in.reason});
+      if (std::find(p.reads.begin(), p.reads.end(), p.inputs.back().node) == p.reads.end())
+        p.reads.push_back(p.inputs.back().node);
+    }
+    for (const Node* s : k.stored) p.stored.push_back(slot(s));
+    plan.computed[static_cast<std::size_t>(p.root)] = 1;
+    for (int s : p.stored) plan.computed[static_cast<std::size_t>(s)] = 1;
+    for (int r : p.reads) ++plan.readers[static_cast<std::size_t>(r)];
+    plan.kernels.push_back(std::move(p));
+  }
+  return plan;
+}
+
+std::atomic<std::uint64_t> hit_count{0};
+std::atomic<std::uint64_t> miss_count{0};
+
+}  // namespace
+
+ScheduleCacheCounts schedule_cache_counts() { return {hit_count.load(), miss_count.load()}; }
+
+SchedulePlan& ScheduleCache::plan(std::span<Node* const> targets, const GraphStructure& structure,
+                                  bool& hit) {
+  auto it = entries_.find(structure.hash());
+  hit = it != entries_.end() && it->second->key == structure.key();
+  ++(hit ? hit_count : miss_count);
+  if (hit) return it->second->plan;
+  if (it == entries_.end() && entries_.size() >= kMaxEntries) entries_.clear();
+  auto entry = std::make_unique<Entry>();
+  entry->key = structure.key();
+  entry->plan = plan_of(schedule(targets), structure, targets);
+  auto& slot = entries_[structure.hash()];
+  slot = std::move(entry);  // a hash collision replaces the older structure
+  return slot->plan;
+}
+
+}  // namespace kiln::detail

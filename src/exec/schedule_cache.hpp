@@ -1,0 +1,100 @@
+// Schedules cached by the structure of the graph they were made for. A training loop builds a
+// new graph of the same structure every step; its schedule, and what a backend prepares for each
+// kernel (the CPU executor's compiled programs), are made once and reused, so a repeated step
+// pays only for execution.
+//
+// The structure is everything a schedule depends on: ops, dtypes, shapes, attributes, view maps,
+// how nodes are connected, which values are computed already and which are requested. Node
+// identity and the values in buffers (a learning rate, a random seed) are not part of it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/fusion.hpp"
+
+namespace kiln::detail {
+
+// The part of the graph an evaluation touches, in a canonical order (inputs before the nodes
+// that read them; nodes with results and views without results included), and its structural
+// key. Building it stamps each node with its position (Node::walk, Node::slot), which is valid
+// until the next walk; evaluations are serialised, so walks never overlap.
+class GraphStructure {
+ public:
+  void build(std::span<Node* const> targets);
+
+  const std::vector<Node*>& nodes() const { return nodes_; }
+  const std::vector<std::uint64_t>& key() const { return key_; }
+  std::uint64_t hash() const { return hash_; }
+  // The node's position in nodes(), or -1 when this walk did not reach it.
+  int slot(const Node* node) const;
+
+ private:
+  void encode(const Node& n);
+
+  std::vector<Node*> nodes_;
+  std::vector<std::uint64_t> key_;
+  std::vector<std::pair<Node*, bool>> stack_;
+  std::uint64_t hash_ = 0;
+  std::uint64_t walk_ = 0;
+};
+
+// What a backend prepares once for a kernel of a cached schedule.
+struct PreparedKernel {
+  virtual ~PreparedKernel() = default;
+};
+
+// A kernel with its nodes named by their positions in a GraphStructure.
+struct KernelPlan {
+  struct Input {
+    int node;
+    int through;  // the view node whose map the input is read through, or -1
+    const char* reason;
+  };
+  Kernel::Kind kind;
+  int root;
+  std::vector<int> body;
+  std::vector<Input> inputs;
+  std::vector<int> stored;
+  std::vector<int> reads;  // the distinct nodes among the inputs
+  std::shared_ptr<PreparedKernel> prepared;  // filled by the backend when it first runs
+};
+
+struct SchedulePlan {
+  std::vector<KernelPlan> kernels;
+  std::vector<int> readers;     // per position: how many kernels read that node
+  std::vector<char> computed;   // per position: whether a kernel computes that node
+  std::vector<char> requested;  // per position: whether the node is a target
+
+  // The kernels, with this evaluation's nodes in place of the positions.
+  std::vector<Kernel> bind(const GraphStructure& structure) const;
+};
+
+// How many plans all caches have found and made so far (for tests and benchmarks).
+struct ScheduleCacheCounts {
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+};
+ScheduleCacheCounts schedule_cache_counts();
+
+class ScheduleCache {
+ public:
+  // The plan for the targets whose structure is `structure` (built for exactly these targets):
+  // found, or scheduled now and kept. `hit` tells which.
+  SchedulePlan& plan(std::span<Node* const> targets, const GraphStructure& structure, bool& hit);
+
+ private:
+  struct Entry {
+    std::vector<std::uint64_t> key;
+    SchedulePlan plan;
+  };
+  // Enough for the distinct graphs of a program's loops; a program that builds ever new
+  // structures starts over rather than growing without bound.
+  static constexpr std::size_t kMaxEntries = 512;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Entry>> entries_;
+};
+
+}  // namespace kiln::detail
