@@ -436,7 +436,7 @@ void run_elementwise(const Kernel& k, const Code& code, const GraphStructure& st
   const std::int64_t chunk = row >= kChunk / 2 && row < kChunk ? row : kChunk;
   const std::int64_t chunks = (root.numel() + chunk - 1) / chunk;
   const std::size_t width = size_of(root.dtype);
-  parallel_for(chunks, 16, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(chunks, grain_for(chunk), [&](std::int64_t begin, std::int64_t end) {
     Registers& r = thread_registers();
     for (std::int64_t c = begin; c < end; ++c) {
       const std::int64_t start = c * chunk;
@@ -454,7 +454,7 @@ void run_materialize(const Kernel& k) {
   auto out = std::make_shared<Buffer>(root.dtype, root.numel());
   const std::size_t width = size_of(root.dtype);
   const std::int64_t chunks = (root.numel() + kChunk - 1) / kChunk;
-  parallel_for(chunks, 16, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(chunks, grain_for(kChunk), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t c = begin; c < end; ++c) {
       const std::int64_t start = c * kChunk;
       src.read(start, std::min(kChunk, root.numel() - start),
@@ -630,7 +630,7 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
         // themselves are split over the threads.
         const std::int64_t parts = outer >= thread_count() ? 1 : std::max<std::int64_t>(1, std::min<std::int64_t>(thread_count() * 4, reduced / (16 * kChunk)));
         std::vector<Accumulator<T>> partial(static_cast<std::size_t>(outer * parts), Accumulator<T>{root.op});
-        parallel_for(outer * parts, 1, [&](std::int64_t begin, std::int64_t end) {
+        parallel_for(outer * parts, grain_for(reduced / parts), [&](std::int64_t begin, std::int64_t end) {
           std::vector<T> chunk(kChunk);
           for (std::int64_t w = begin; w < end; ++w) {
             const std::int64_t row = w / parts, part = w % parts;
@@ -656,7 +656,7 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
       // Column reductions: each output position of a block of `inner` accumulates `reduced`
       // values spaced `inner` apart; blocks of columns go to different threads.
       const std::int64_t column_blocks = (inner + kChunk - 1) / kChunk;
-      parallel_for(outer * column_blocks, 1, [&](std::int64_t begin, std::int64_t end) {
+      parallel_for(outer * column_blocks, grain_for(reduced * std::min(inner, kChunk)), [&](std::int64_t begin, std::int64_t end) {
         std::vector<T> chunk(kChunk);
         std::vector<Accumulator<T>> acc(kChunk, Accumulator<T>{root.op});
         std::vector<double> sums(kChunk);
@@ -710,7 +710,8 @@ void run_single(const Kernel& k) {
   const OpKind kind = root.info().kind;
   const bool fast = (kind == OpKind::window2d && run_window2d(k, *out)) ||
                     (kind == OpKind::softmax && run_softmax(k, *out)) ||
-                    (root.op == Op::gather && run_gather(k, *out));
+                    (root.op == Op::gather && run_gather(k, *out)) ||
+                    (root.op == Op::scatter_add && run_scatter_add(k, *out));
   if (!fast) run_reference_kernel(root, *out);
   root.result = std::move(out);
 }

@@ -15,7 +15,7 @@ namespace {
 template <class T>
 void rows(const Node& n, const T* x, T* o, std::int64_t count, std::int64_t len) {
   const bool log = n.op == Op::log_softmax;
-  parallel_for(count, 4, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(count, grain_for(len), [&](std::int64_t begin, std::int64_t end) {
     if constexpr (std::is_same_v<T, float>) {
       const FloatLoops& loops = float_loops();
       for (std::int64_t r = begin; r < end; ++r)

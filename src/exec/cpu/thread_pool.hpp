@@ -1,6 +1,7 @@
 // A pool of worker threads, no more than the machine has cores, that sleep while idle.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -10,6 +11,14 @@ namespace kiln::detail {
 // pool's workers. Ranges hold at least `grain` items, so small jobs stay on one thread.
 void parallel_for(std::int64_t count, std::int64_t grain,
                   const std::function<void(std::int64_t, std::int64_t)>& body);
+
+// Kernels over fewer values than this run on the calling thread: waking the pool costs more
+// than the other threads would save (a training step of a small model is made of such kernels).
+constexpr std::int64_t kParallelValues = 16384;
+// The grain for parallel_for over items of `values` values each.
+inline std::int64_t grain_for(std::int64_t values) {
+  return std::max<std::int64_t>(1, kParallelValues / std::max<std::int64_t>(values, 1));
+}
 
 // Threads that parallel_for uses, the caller included (default: the number of cores, or the
 // KILN_NUM_THREADS environment variable).

@@ -218,7 +218,7 @@ template <class T> void pool(const Kernel& k, Buffer& out) {
   std::optional<Contiguous<T>> grad;
   if (n.op == Op::max_pool2d_grad) grad.emplace(k.inputs[1]);
   T* o = out.as<T>();
-  parallel_for(g.n * g.c, 1, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(g.n * g.c, grain_for(g.h * g.w), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t p = begin; p < end; ++p) {
       const T* plane = x.data + p * g.h * g.w;
       T* dst = n.op == Op::max_pool2d ? o + p * g.oh * g.ow : o + p * g.h * g.w;
