@@ -3,6 +3,12 @@
 namespace kiln::detail {
 
 Node::~Node() {
+  // Only nodes that die with this one need the explicit stack; when every input is shared (the
+  // common case: a handle or another node still holds it) the members are released as usual.
+  auto dies_with = [](const NodePtr& p) { return p && p.use_count() == 1; };
+  bool deep = dies_with(view_base) || dies_with(grad);
+  for (const auto& in : inputs) deep = deep || dies_with(in);
+  if (!deep) return;
   std::vector<NodePtr> pending;
   auto detach = [&pending](Node& n) {
     for (auto& in : n.inputs)
