@@ -844,10 +844,11 @@ bool check_graph(const GraphSpec& spec, std::uint32_t pick_seed, bool* was_exact
   double scale = 0;
   std::vector<Tensor> ref_nodes;
   try {
-    ref = read(ref_root);
-    // Every intermediate, for the tolerance's scale (and for the CPU side's extra target).
+    // Every intermediate, for the tolerance's scale (and for the CPU side's extra target); taken
+    // before evaluating, which makes the root a leaf.
     ref_nodes = kiln::topological_order(ref_root);
     kiln::eval_all(ref_nodes);
+    ref = read(ref_root);
     for (const Tensor& n : ref_nodes) scale = std::max(scale, magnitude(read(n)));
   } catch (const std::exception& e) {
     ADD_FAILURE() << "reference executor threw: " << e.what();
@@ -1457,6 +1458,37 @@ TEST(ExecutorDeepGraph, MillionAddsBuiltInALoop) {
     // 2-5 s on the (shared) 2-core development machine.
     EXPECT_LT(cpu_seconds, 10.0) << "a million adds took " << cpu_seconds << " s of processor time";
   }
+}
+
+TEST(ExecutorDeepGraph, EvaluatingEachStepKeepsNoChain) {
+  // With x.eval() in the loop no graph grows deep, but each new x reads the previous one: an
+  // evaluated node outside gradient contexts becomes a leaf, so the old values are let go.
+  ExecutorGuard guard;
+  const Tensor y = Tensor::from(std::vector<float>{1.0f, -2.0f}, {2});
+  Tensor x = kiln::zeros({2}, DType::f32);
+  x.eval();
+  const std::weak_ptr<kiln::detail::Node> first = x.node();
+  const long rss_before = rss_kib();
+  for (int i = 0; i < 100'000; ++i) {
+    x = x + y;
+    x.eval();
+  }
+  EXPECT_TRUE(first.expired()) << "the first value is still referenced";
+  EXPECT_EQ(kiln::topological_order(x).size(), 1u);
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{1e5f, -2e5f}));
+  if (!kSanitized) {
+    EXPECT_LT((rss_kib() - rss_before) / 1024, 16) << "the chain was kept";
+  }
+  // Inside a gradient context the graph stays, for gradients.
+  const Tensor w = Tensor::from(std::vector<float>{3.0f}, {1}).watch();
+  Tensor z;
+  {
+    kiln::GradientContext context;
+    z = kiln::sum(w * w);
+  }
+  z.eval();
+  EXPECT_GT(kiln::topological_order(z).size(), 1u);
+  EXPECT_FLOAT_EQ(kiln::gradient(z, w).item<float>(), 6.0f);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 // Looking at a graph: topological order, consumers, and a readable print (Theano's debugprint).
+// An evaluated tensor built outside a gradient context is a leaf: look before evaluating.
 #pragma once
 
 #include <string>

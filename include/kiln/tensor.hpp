@@ -19,9 +19,11 @@ namespace detail {
 struct Node;
 }
 
-// A graph built outside a gradient context that grows deeper than 4096 unevaluated nodes is
-// evaluated where it crosses that depth, and that node becomes a leaf (its inputs are let go), so
-// loops like `x = x + y` run in bounded memory however long they run.
+// An evaluated tensor that no gradient can pass through (built outside a gradient context, not
+// watched) becomes a leaf holding its values: the graph below it is let go, as Flint's C++ API
+// does after every execution. A graph built outside a gradient context that grows deeper than
+// 4096 unevaluated nodes is evaluated where it crosses that depth. So loops like `x = x + y`,
+// with or without `x.eval()` in them, run in bounded memory however long they run.
 class Tensor {
  public:
   // An empty handle; every operation on it except `defined()` throws.
@@ -56,7 +58,8 @@ class Tensor {
   DType dtype() const;
 
   // ---- evaluation and reading -------------------------------------------------------------
-  // Computes this tensor (and whatever of its graph is not computed yet) and keeps the result.
+  // Computes this tensor (and whatever of its graph is not computed yet) and keeps the result;
+  // outside gradient contexts the tensor then becomes a leaf (see above).
   const Tensor& eval() const;
   bool is_evaluated() const;
   // A new leaf with this tensor's values (evaluated first if needed). It shares the values'

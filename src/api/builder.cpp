@@ -50,12 +50,7 @@ Tensor finish(NodePtr node) {
   node->in_gradient_context = gradient_context_active();
   Tensor t(std::move(node));
   Node& n = *t.node();
-  if (n.depth > kAutoEvaluateDepth && !n.in_gradient_context) {
-    evaluate(n);
-    n.inputs.clear();
-    n.view_base.reset();
-    n.depth = 0;
-  }
+  if (n.depth > kAutoEvaluateDepth && !n.in_gradient_context) evaluate(n);  // and released
   return t;
 }
 

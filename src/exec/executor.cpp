@@ -46,6 +46,16 @@ void evaluate(std::span<Node* const> nodes) {
   static std::mutex evaluation_mutex;
   std::lock_guard lock(evaluation_mutex);
   current_executor()->execute(nodes);
+  // An evaluated node that no gradient can pass through becomes a leaf holding its values, and
+  // the graph below it is released (Flint's fOptimizeMemory, which its C++ API applies after
+  // every execution): `x = x + y; x.eval();` in a loop then keeps one node alive, not a chain.
+  for (Node* n : nodes) {
+    if (!n->result || n->in_gradient_context || n->watched.load()) continue;
+    n->op = Op::store;
+    n->inputs.clear();
+    n->view_base.reset();
+    n->depth = 0;
+  }
 }
 
 void evaluate(Node& node) {
