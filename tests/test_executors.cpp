@@ -1624,6 +1624,47 @@ TEST(ExecutorKernels, LongRowsReadInPlaceAgreeWithReference) {
   }
 }
 
+TEST(ExecutorKernels, ColumnAndLongRowReductionsAgreeWithReference) {
+  // Column reductions read row after row; with fewer column blocks than threads the rows are
+  // split into parts combined at the end (2 threads here). Long contiguous rows are summed in
+  // one pass with float lanes folded into doubles.
+  ExecutorGuard guard;
+  kiln::set_num_threads(2);
+  struct Case {
+    Shape shape;
+    int axis;
+  };
+  const Case cases[] = {{{1000, 37}, 0}, {{3, 500, 9}, 1}, {{130, 5000}, 0}, {{2, 3000}, 0}};
+  for (const Case& c : cases) {
+    for (DType type : {DType::f32, DType::f64, DType::i32}) {
+      SCOPED_TRACE(kiln::shape_to_string(c.shape) + " axis " + std::to_string(c.axis) + " " +
+                   kiln::dtype_name(type));
+      // Values with ties (for argmax/argmin) and of both signs.
+      const Tensor a =
+          kiln::convert(kiln::convert(kiln::uniform(c.shape, 31, DType::f64) * 40.0 - 20.0, DType::i32), type)
+              .eval();
+      std::vector<std::vector<double>> got[2];
+      for (int e = 0; e < 2; ++e) {
+        kiln::set_executor(executors()[e].second);
+        for (const Tensor& r :
+             {kiln::sum(a, {c.axis}), kiln::mean(a, {c.axis}), kiln::max(a, {c.axis}),
+              kiln::min(a, {c.axis}), kiln::argmax(a, c.axis), kiln::argmin(a, c.axis),
+              kiln::prod(kiln::sign(a) + 0 * a, {c.axis})})
+          got[e].push_back(r.to_vector<double>());
+      }
+      for (std::size_t i = 0; i < got[0].size(); ++i) {
+        SCOPED_TRACE("reduction " + std::to_string(i));
+        expect_agree(got[0][i], got[1][i], 1e-6);
+      }
+    }
+  }
+  // A long row of floats whose float-only sum would drift: 4M values of 0.1.
+  const Tensor tenths = kiln::full({1 << 22}, 0.1f, DType::f32).eval();
+  const Tensor copy = (tenths + 0.0f).eval();  // a computed buffer, read in place
+  kiln::set_executor(kiln::cpu_executor());
+  EXPECT_NEAR(kiln::sum(copy).item<double>(), 0.1 * (1 << 22), 0.1 * (1 << 22) * 1e-6);
+}
+
 TEST(ExecutorKernels, GatherAgreesWithReference) {
   ExecutorGuard guard;
   std::mt19937 rng(77);

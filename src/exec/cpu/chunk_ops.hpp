@@ -21,6 +21,8 @@ struct FloatLoops {
   double (*row_sum_f32)(const float* a, std::int64_t n);
   float (*row_max_f32)(const float* a, std::int64_t n);
   float (*row_min_f32)(const float* a, std::int64_t n);
+  // sums[i] += a[i]: one row of a column sum.
+  void (*column_sum_f32)(const float* a, double* sums, std::int64_t n);
   // One output row of 2x2, stride 2 max pooling (input rows r0, r1), and its gradient: the
   // pooled gradient shared among each window's maxima, written to input rows d0, d1.
   void (*pool2x2_row_f32)(const float* r0, const float* r1, float* out, std::int64_t ow);

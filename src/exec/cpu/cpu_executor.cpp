@@ -639,6 +639,16 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
             // threads, and writing them per chunk would make the threads fight over them.
             Accumulator<T> acc{root.op};
             acc.start();
+            // A run that lies in memory as it is goes to the row loop in one piece.
+            const T* whole = producer.source && producer.source->dtype() == dtype_of_v<T>
+                                 ? static_cast<const T*>(
+                                       producer.source->contiguous(row * reduced + from, to - from))
+                                 : nullptr;
+            if (whole != nullptr) {
+              acc.add(whole, to - from, from);
+              partial[w] = acc;
+              continue;
+            }
             for (std::int64_t s = from; s < to; s += kChunk) {
               const std::int64_t n = std::min(kChunk, to - s);
               acc.add(producer.values<T>(row * reduced + s, n, chunk.data()), n, s);
@@ -653,43 +663,97 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
         }
         return;
       }
-      // Column reductions: each output position of a block of `inner` accumulates `reduced`
-      // values spaced `inner` apart; blocks of columns go to different threads.
-      const std::int64_t column_blocks = (inner + kChunk - 1) / kChunk;
-      parallel_for(outer * column_blocks, grain_for(reduced * std::min(inner, kChunk)), [&](std::int64_t begin, std::int64_t end) {
+      // Column reductions: each output of a block of up to kColumns adjacent columns accumulates
+      // `reduced` values spaced `inner` apart, read row after row, in memory order. Blocks go to
+      // different threads; when there are fewer blocks than threads, the rows of each block are
+      // split into parts as well, combined in order at the end.
+      constexpr std::int64_t kColumns = 4096;
+      const std::int64_t width = std::max<std::int64_t>(1, std::min(inner, kColumns));
+      const std::int64_t column_blocks = (inner + width - 1) / width;
+      const std::int64_t blocks = outer * column_blocks;
+      const std::int64_t parts =
+          blocks >= thread_count()
+              ? 1
+              : std::max<std::int64_t>(1, std::min<std::int64_t>(thread_count() * 2, reduced / 64));
+      const bool float_sum =
+          std::is_floating_point_v<T> && (root.op == Op::sum || root.op == Op::mean);
+      // Per (block, part) accumulators, kept only when parts are combined later.
+      std::vector<double> part_sums;
+      std::vector<Accumulator<T>> part_accs;
+      if (parts > 1) {
+        const auto slots = static_cast<std::size_t>(blocks * parts * width);
+        if (float_sum) part_sums.resize(slots);
+        else part_accs.resize(slots, Accumulator<T>{root.op});
+      }
+      auto write = [&](std::int64_t block, std::int64_t j, double sum, const Accumulator<T>& acc) {
+        const std::int64_t row = block / column_blocks;
+        O& dst = o[row * inner + (block % column_blocks) * width + j];
+        if (float_sum) {
+          const double v = root.op == Op::mean ? sum / static_cast<double>(reduced) : sum;
+          dst = convert_value<O>(static_cast<T>(v));
+        } else {
+          dst = acc.template result<O>(reduced);
+        }
+      };
+      parallel_for(blocks * parts, grain_for(reduced / parts * width),
+                   [&](std::int64_t begin, std::int64_t end) {
         std::vector<T> chunk(kChunk);
-        std::vector<Accumulator<T>> acc(kChunk, Accumulator<T>{root.op});
-        std::vector<double> sums(kChunk);
+        std::vector<Accumulator<T>> acc(float_sum ? 0 : width, Accumulator<T>{root.op});
+        std::vector<double> sums(float_sum ? width : 0);
         for (std::int64_t w = begin; w < end; ++w) {
-          const std::int64_t row = w / column_blocks;
-          const std::int64_t c0 = (w % column_blocks) * kChunk;
-          const std::int64_t n = std::min(kChunk, inner - c0);
-          const bool float_sum = std::is_floating_point_v<T> &&
-                                 (root.op == Op::sum || root.op == Op::mean);
-          if (float_sum) {
-            std::fill(sums.begin(), sums.begin() + n, 0.0);
+          const std::int64_t block = w / parts, part = w % parts;
+          const std::int64_t row = block / column_blocks;
+          const std::int64_t c0 = (block % column_blocks) * width;
+          const std::int64_t n = std::min(width, inner - c0);
+          if (float_sum) std::fill(sums.begin(), sums.begin() + n, 0.0);
+          else for (std::int64_t j = 0; j < n; ++j) acc[j].start();
+          const std::int64_t first = reduced * part / parts, last = reduced * (part + 1) / parts;
+          for (std::int64_t r = first; r < last; ++r) {
+            for (std::int64_t c = 0; c < n; c += kChunk) {
+              const std::int64_t m = std::min(kChunk, n - c);
+              const T* v =
+                  producer.values<T>((row * reduced + r) * inner + c0 + c, m, chunk.data());
+              if constexpr (std::is_same_v<T, float>) {
+                if (float_sum) {
+                  float_loops().column_sum_f32(v, sums.data() + c, m);
+                  continue;
+                }
+              }
+              if (float_sum) {
+                double* sum = sums.data() + c;
+                for (std::int64_t j = 0; j < m; ++j) sum[j] += v[j];
+              } else {
+                for (std::int64_t j = 0; j < m; ++j) acc[c + j].add(&v[j], 1, r);
+              }
+            }
+          }
+          if (parts == 1) {
+            for (std::int64_t j = 0; j < n; ++j)
+              write(block, j, float_sum ? sums[j] : 0.0, float_sum ? Accumulator<T>{root.op} : acc[j]);
+          } else if (float_sum) {
+            std::copy(sums.begin(), sums.begin() + n, part_sums.begin() + w * width);
           } else {
-            for (std::int64_t j = 0; j < n; ++j) acc[j].start();
-          }
-          for (std::int64_t r = 0; r < reduced; ++r) {
-            const T* v = producer.values<T>((row * reduced + r) * inner + c0, n, chunk.data());
-            if (float_sum) {
-              for (std::int64_t j = 0; j < n; ++j) sums[j] += v[j];
-            } else {
-              for (std::int64_t j = 0; j < n; ++j) acc[j].add(&v[j], 1, r);
-            }
-          }
-          for (std::int64_t j = 0; j < n; ++j) {
-            O& dst = o[row * inner + c0 + j];
-            if (float_sum) {
-              const double v = root.op == Op::mean ? sums[j] / static_cast<double>(reduced) : sums[j];
-              dst = convert_value<O>(static_cast<T>(v));
-            } else {
-              dst = acc[j].template result<O>(reduced);
-            }
+            std::copy(acc.begin(), acc.begin() + n, part_accs.begin() + w * width);
           }
         }
       });
+      if (parts > 1) {
+        for (std::int64_t block = 0; block < blocks; ++block) {
+          const std::int64_t n = std::min(width, inner - (block % column_blocks) * width);
+          for (std::int64_t j = 0; j < n; ++j) {
+            const std::size_t first = static_cast<std::size_t>(block * parts * width + j);
+            double sum = 0;
+            Accumulator<T> acc{root.op};
+            acc.start();
+            for (std::int64_t part = 0; part < parts; ++part) {
+              const std::size_t at = first + static_cast<std::size_t>(part * width);
+              if (float_sum) sum += part_sums[at];
+              else acc.merge(part_accs[at]);
+            }
+            write(block, j, sum, acc);
+          }
+        }
+      }
     });
   });
   root.result = std::move(out);
