@@ -68,10 +68,10 @@ enum class Comparison { less, greater, equal, less_equal, greater_equal, not_equ
 Tensor compare(const Tensor& a, const Tensor& b, Comparison op, Scalar true_value = 1,
                Scalar false_value = 0);
 
-// Scalar forms, the scalar on either side.
-#define KILN_SCALAR_FORMS(fn)                                             \
-  inline Tensor fn(const Tensor& a, Scalar b) { return fn(a, scalar(b)); } \
-  inline Tensor fn(Scalar a, const Tensor& b) { return fn(scalar(a), b); }
+// Scalar forms, the scalar on either side (a 0-d constant of the scalar's type).
+#define KILN_SCALAR_FORMS(fn)             \
+  Tensor fn(const Tensor& a, Scalar b); \
+  Tensor fn(Scalar a, const Tensor& b);
 KILN_SCALAR_FORMS(add)
 KILN_SCALAR_FORMS(sub)
 KILN_SCALAR_FORMS(mul)

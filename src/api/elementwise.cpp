@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "api/builder.hpp"
+#include "api/shared_constants.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln {
@@ -46,7 +47,9 @@ BroadcastPlan plan(std::string_view op, const Shape& a, bool a_marked, const Sha
 }
 
 Tensor broadcast_operand(const Tensor& t, const Shape& shape, bool inverse) {
-  return t.shape() == shape ? t.normal_broadcast() : broadcast_to(t, shape, inverse);
+  if (t.shape() == shape) return t.normal_broadcast();
+  if (Tensor shared = detail::shared_broadcast(t, shape, inverse); shared.defined()) return shared;
+  return broadcast_to(t, shape, inverse);
 }
 
 Tensor binary(Op op, const Tensor& a, const Tensor& b) {
@@ -73,8 +76,10 @@ Tensor unary(Op op, const Tensor& a) {
 
 }  // namespace
 
-#define KILN_BINARY(fn) \
-  Tensor fn(const Tensor& a, const Tensor& b) { return binary(Op::fn, a, b); }
+#define KILN_BINARY(fn)                                                                      \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary(Op::fn, a, b); }              \
+  Tensor fn(const Tensor& a, Scalar b) { return binary(Op::fn, a, detail::shared_constant(b)); } \
+  Tensor fn(Scalar a, const Tensor& b) { return binary(Op::fn, detail::shared_constant(a), b); }
 KILN_BINARY(add)
 KILN_BINARY(sub)
 KILN_BINARY(mul)

@@ -1,0 +1,18 @@
+// Constants shared between graphs. `x = x + 1.0f` in a loop would build a new leaf for 1.0f and
+// a new broadcast view of it every time; instead each thread keeps the constants that scalar
+// operands create, and one broadcast view of each per shape, and reuses them. Only constants
+// kiln creates for a Scalar operand are shared: a tensor a user holds is never replaced. Graphs
+// stay immutable: a shared view evaluated by itself (reached through graph introspection) gets
+// values like any node, and the cache lets go of it.
+#pragma once
+
+#include "kiln/tensor.hpp"
+
+namespace kiln::detail {
+
+// A 0-d leaf holding `value`, shared by every scalar operand of that value and type.
+Tensor shared_constant(Scalar value);
+// `t` broadcast to `shape`, shared, when `t` is a shared constant; else an undefined tensor.
+Tensor shared_broadcast(const Tensor& t, const Shape& shape, bool inverse);
+
+}  // namespace kiln::detail
