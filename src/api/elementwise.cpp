@@ -56,12 +56,14 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b) {
   const std::string_view name = detail::op_info(op).name;
   detail::node_of(a, name);
   detail::node_of(b, name);
-  const BroadcastPlan p =
-      plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(), b.is_inverse_broadcast());
   const DType dtype = detail::result_type(op, promote(a.dtype(), b.dtype()));
+  if (a.shape() == b.shape())  // the common case: nothing to broadcast
+    return detail::make_node(op, dtype, a.shape(), {a.node(), b.node()});
+  BroadcastPlan p =
+      plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(), b.is_inverse_broadcast());
   const Tensor x = broadcast_operand(a, p.shape, p.inverse);
   const Tensor y = broadcast_operand(b, p.shape, p.inverse);
-  return detail::make_node(op, dtype, p.shape, {x.node(), y.node()});
+  return detail::make_node(op, dtype, std::move(p.shape), {x.node(), y.node()});
 }
 
 Tensor unary(Op op, const Tensor& a) {
