@@ -84,8 +84,11 @@ struct Program {
   std::vector<Source> sources;  // one per load
   std::vector<char> copy;  // per load: a buffer the kernel also writes, copied, never read in place
   std::uint64_t tag = 0;  // unique per binding: which registers hold its constants
+  std::int64_t fill = 0;  // values a constant register needs: a chunk, or all positions if fewer
 
-  Program(const Code& c, const GraphStructure& structure) : code(&c), copy(c.loads.size(), 0) {
+  // `positions`: how many positions the kernel evaluates.
+  Program(const Code& c, const GraphStructure& structure, std::int64_t positions)
+      : code(&c), copy(c.loads.size(), 0), fill(std::min(kChunk, positions)) {
     static std::atomic<std::uint64_t> bindings{0};
     tag = ++bindings;
     sources.reserve(c.loads.size());
@@ -357,7 +360,7 @@ void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t 
       const Load& load = code.loads[ins.load];
       if (load.constant) {
         if (r.filled_by[ins.out] != p.tag) {
-          src.fill(kChunk, r.reg(ins.out), load.type);
+          src.fill(p.fill, r.reg(ins.out), load.type);
           r.filled_by[ins.out] = p.tag;
         }
         r.values[ins.out] = r.reg(ins.out);
@@ -413,7 +416,7 @@ struct Producer {
 // a chunk's values are all read before any of them is overwritten.
 void run_elementwise(const Kernel& k, const Code& code, const GraphStructure& structure,
                      const std::vector<std::shared_ptr<Buffer>>& reuse) {
-  Program p(code, structure);
+  Program p(code, structure, k.root->numel());
   Node& root = *k.root;
   auto output = [&](const Node& n, std::size_t i) {
     return reuse[i] ? reuse[i] : std::make_shared<Buffer>(n.dtype, n.numel());
@@ -610,7 +613,7 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
   std::optional<Source> source;
   Producer producer;
   if (!k.body.empty()) {
-    program.emplace(code_of(plan, k, structure), structure);
+    program.emplace(code_of(plan, k, structure), structure, input.numel());
     producer.program = &*program;
     producer.type = k.body.back()->dtype;
   } else {
