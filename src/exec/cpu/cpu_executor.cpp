@@ -632,7 +632,13 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
         // Each output reduces a contiguous run of `reduced` values; with few outputs the runs
         // themselves are split over the threads.
         const std::int64_t parts = outer >= thread_count() ? 1 : std::max<std::int64_t>(1, std::min<std::int64_t>(thread_count() * 4, reduced / (16 * kChunk)));
-        std::vector<Accumulator<T>> partial(static_cast<std::size_t>(outer * parts), Accumulator<T>{root.op});
+        // Parts of rows are combined at the end; whole rows write their output directly.
+        std::vector<Accumulator<T>> partial(parts > 1 ? static_cast<std::size_t>(outer * parts) : 0,
+                                            Accumulator<T>{root.op});
+        auto finish = [&](std::int64_t w, const Accumulator<T>& acc) {
+          if (parts > 1) partial[w] = acc;
+          else o[w] = acc.template result<O>(reduced);
+        };
         parallel_for(outer * parts, grain_for(reduced / parts), [&](std::int64_t begin, std::int64_t end) {
           std::vector<T> chunk(kChunk);
           for (std::int64_t w = begin; w < end; ++w) {
@@ -649,17 +655,17 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
                                  : nullptr;
             if (whole != nullptr) {
               acc.add(whole, to - from, from);
-              partial[w] = acc;
+              finish(w, acc);
               continue;
             }
             for (std::int64_t s = from; s < to; s += kChunk) {
               const std::int64_t n = std::min(kChunk, to - s);
               acc.add(producer.values<T>(row * reduced + s, n, chunk.data()), n, s);
             }
-            partial[w] = acc;
+            finish(w, acc);
           }
         });
-        for (std::int64_t row = 0; row < outer; ++row) {
+        for (std::int64_t row = 0; parts > 1 && row < outer; ++row) {
           Accumulator<T>& acc = partial[row * parts];
           for (std::int64_t part = 1; part < parts; ++part) acc.merge(partial[row * parts + part]);
           o[row] = acc.template result<O>(reduced);
