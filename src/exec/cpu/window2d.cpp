@@ -107,45 +107,6 @@ memory as_layout(dnnl::stream& stream, const memory::desc& want, const memory::d
   return converted;
 }
 
-// oneDNN's direct kernels write a blocked layout that is then reordered into NCHW. A batch
-// whose blocked output would not stay in the caches runs in groups of images, each reordered
-// right after it is computed, while it is still cached: the blocked copy never goes to memory.
-// False when one pass is as good (the output is small, or already plain).
-bool conv_in_groups(const Window2d& g, const ConvPrimitives& whole, const float* x,
-                    const float* w, Buffer& out, dnnl::stream& stream,
-                    std::vector<std::shared_ptr<Buffer>>& keep) {
-  constexpr std::int64_t kGroupBytes = std::int64_t{1} << 20;  // within a core's L2
-  const std::int64_t image_out = g.o * g.oh * g.ow;
-  const std::int64_t group = std::clamp<std::int64_t>(kGroupBytes / (image_out * 4), 1, g.n);
-  const auto plain_out = [&](std::int64_t n) {
-    return plain({n, g.o, g.oh, g.ow}, memory::format_tag::nchw);
-  };
-  if (group >= g.n || whole.forward_pd.dst_desc() == plain_out(g.n)) return false;
-  const auto wei = plain({g.o, g.c, g.kh, g.kw}, memory::format_tag::oihw);
-  std::shared_ptr<Buffer> blocked;  // one group's output in the primitive's layout, reused
-  for (std::int64_t first = 0; first < g.n; first += group) {
-    Window2d part = g;
-    part.n = std::min(group, g.n - first);
-    const ConvPrimitives& p = conv_primitives(part);
-    const auto src = plain({part.n, g.c, g.h, g.w}, memory::format_tag::nchw);
-    const memory::desc want = p.forward_pd.dst_desc();
-    const auto floats = static_cast<std::int64_t>((want.get_size() + 3) / 4);
-    if (!blocked || blocked->numel() < floats) {
-      blocked = std::make_shared<Buffer>(DType::f32, floats);
-      keep.push_back(blocked);
-    }
-    memory result(want, engine(), blocked->data());
-    memory user(plain_out(part.n), engine(), out.as<float>() + first * image_out);
-    p.forward.execute(
-        stream, {{DNNL_ARG_SRC, as_layout(stream, p.forward_pd.src_desc(), src,
-                                          x + first * g.c * g.h * g.w, keep)},
-                 {DNNL_ARG_WEIGHTS, as_layout(stream, p.forward_pd.weights_desc(), wei, w, keep)},
-                 {DNNL_ARG_DST, result}});
-    dnnl::reorder(result, user).execute(stream, result, user);
-  }
-  return true;
-}
-
 bool run_conv(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;
   if (n.dtype != DType::f32) return false;
@@ -174,7 +135,6 @@ bool run_conv(const Kernel& k, Buffer& out) {
   };
   switch (n.op) {
     case Op::conv2d:
-      if (conv_in_groups(g, p, a.data, b.data, out, stream, keep)) break;
       run(p.forward,
           {{DNNL_ARG_SRC, as_layout(stream, p.forward_pd.src_desc(), src, a.data, keep)},
            {DNNL_ARG_WEIGHTS, as_layout(stream, p.forward_pd.weights_desc(), wei, b.data, keep)}},
