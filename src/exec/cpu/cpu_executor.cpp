@@ -67,6 +67,8 @@ struct Load {
   int through;
   DType type;
   bool constant;  // one value broadcast everywhere: filled once per thread
+  // The view's map prepared once (coalesced into one strided layer), when it needs no staging.
+  std::shared_ptr<const ViewLayer> layer;
 };
 
 // A compiled fused kernel. It names nodes by their positions in the graph's structure, so the
@@ -93,8 +95,11 @@ struct Program {
     tag = ++bindings;
     sources.reserve(c.loads.size());
     const std::vector<Node*>& nodes = structure.nodes();
-    for (const Load& l : c.loads)
-      sources.emplace_back(*nodes[l.node]->result, l.through < 0 ? nullptr : &nodes[l.through]->view);
+    for (const Load& l : c.loads) {
+      const Buffer& buffer = *nodes[l.node]->result;
+      if (l.through < 0 || l.layer) sources.emplace_back(buffer, l.layer);
+      else sources.emplace_back(buffer, &nodes[l.through]->view);
+    }
   }
 };
 
@@ -161,11 +166,10 @@ std::shared_ptr<Code> compile(const std::vector<Node*>& body, const std::vector<
         // A broadcast scalar gets a register of its own that no other value reuses, so it is
         // filled once per thread instead of once per chunk; a few of them, so that a long chain
         // of ops with constants still needs only a few registers.
-        const bool constant = Source(*v.first->result, v.second ? &v.second->view : nullptr)
-                                  .constant() &&
-                              constant_registers.size() < 16;
+        const Source source(*v.first->result, v.second ? &v.second->view : nullptr);
+        const bool constant = source.constant() && constant_registers.size() < 16;
         p->loads.push_back({structure.slot(v.first), v.second ? structure.slot(v.second) : -1,
-                            v.first->dtype, constant});
+                            v.first->dtype, constant, source.prepared_layer()});
         load.out = constant ? p->registers++ : allocate();
         if (constant) constant_registers.insert(load.out);
         p->code.push_back(std::move(load));

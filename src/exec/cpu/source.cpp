@@ -68,56 +68,63 @@ ViewLayer coalesced(const ViewLayer& l) {
 Source::Source(const Buffer& base, const ViewMap* view) : base_(&base), buffer_(&base) {
   if (view == nullptr || view->is_identity()) return;
   const auto& layers = view->layers();
-  row_major_ = false;
   // Each lower layer is copied out in turn; the top layer is then read directly.
   const Buffer* current = &base;
   for (std::size_t k = 0; k + 1 < layers.size(); ++k) {
-    layer_ = coalesced(layers[k]);
+    layer_ = std::make_shared<const ViewLayer>(coalesced(layers[k]));
+    row_major_ = false;
     buffer_ = current;
-    auto next = std::make_shared<Buffer>(base.dtype(), shape_numel(layer_.shape));
+    auto next = std::make_shared<Buffer>(base.dtype(), shape_numel(layer_->shape));
     read(0, next->numel(), next->data(), base.dtype());
     staged_ = std::move(next);
     current = staged_.get();
   }
   buffer_ = current;
-  layer_ = coalesced(layers.back());
+  layer_ = std::make_shared<const ViewLayer>(coalesced(layers.back()));
+  read_in_order_if_possible();
+}
+
+Source::Source(const Buffer& base, std::shared_ptr<const ViewLayer> layer)
+    : base_(&base), buffer_(&base), layer_(std::move(layer)) {
+  if (layer_) read_in_order_if_possible();
+}
+
+void Source::read_in_order_if_possible() {
   // A view that walks its buffer in order from some offset (a slice of leading rows, a
   // reshape) is read in place.
-  const bool in_order =
-      layer_.shape.empty() || (layer_.shape.size() == 1 && layer_.strides[0] == 1);
-  if (layer_.valid.empty() && in_order) {
-    row_major_ = true;
-    offset_ = layer_.offset;
-  }
+  const ViewLayer& l = *layer_;
+  const bool in_order = l.shape.empty() || (l.shape.size() == 1 && l.strides[0] == 1);
+  row_major_ = l.valid.empty() && in_order;
+  offset_ = row_major_ ? l.offset : 0;
 }
 
 const void* Source::contiguous(std::int64_t start, std::int64_t n) const {
   const auto* base = static_cast<const std::byte*>(buffer_->data());
   const std::size_t width = size_of(buffer_->dtype());
   if (row_major_) return base + static_cast<std::size_t>(offset_ + start) * width;
-  const std::size_t rank = layer_.shape.size();
-  if (rank == 0 || !layer_.valid.empty() || layer_.strides[rank - 1] != 1) return nullptr;
-  const std::int64_t length = layer_.shape[rank - 1];
+  const std::size_t rank = layer_->shape.size();
+  if (rank == 0 || !layer_->valid.empty() || layer_->strides[rank - 1] != 1) return nullptr;
+  const std::int64_t length = layer_->shape[rank - 1];
   if (length <= 0 || start % length + n > length) return nullptr;
-  std::int64_t at = layer_.offset, p = start;
+  std::int64_t at = layer_->offset, p = start;
   for (std::size_t d = rank; d-- > 0;) {
-    at += (p % layer_.shape[d]) * layer_.strides[d];
-    p /= layer_.shape[d];
+    at += (p % layer_->shape[d]) * layer_->strides[d];
+    p /= layer_->shape[d];
   }
   return base + static_cast<std::size_t>(at) * width;
 }
 
 bool Source::constant() const {
   if (row_major_) return false;
-  if (!layer_.valid.empty()) return false;
-  return std::all_of(layer_.strides.begin(), layer_.strides.end(),
+  if (!layer_->valid.empty()) return false;
+  return std::all_of(layer_->strides.begin(), layer_->strides.end(),
                      [](std::int64_t s) { return s == 0; });
 }
 
 void Source::fill(std::int64_t n, void* out, DType as) const {
   dispatch(buffer_->dtype(), [&]<class S>() {
     dispatch(as, [&]<class T>() {
-      const T v = convert_value<T>(buffer_->as<S>()[layer_.offset]);
+      const T v = convert_value<T>(buffer_->as<S>()[layer_->offset]);
       std::fill_n(static_cast<T*>(out), n, v);
     });
   });
@@ -137,7 +144,7 @@ template <class S, class T>
 void Source::read_typed(std::int64_t start, std::int64_t n, T* out) const {
   if (n <= 0) return;
   const S* src = buffer_->as<S>();
-  const ViewLayer& l = layer_;
+  const ViewLayer& l = *layer_;
   const std::size_t rank = l.shape.size();
   const bool masked = !l.valid.empty();
   const T fill = l.fill.as<T>();

@@ -35,8 +35,7 @@ std::atomic<int>& threads() {
 
 }  // namespace
 
-void parallel_for(std::int64_t count, std::int64_t grain,
-                  const std::function<void(std::int64_t, std::int64_t)>& body) {
+void parallel_for(std::int64_t count, std::int64_t grain, RangeBody body) {
   if (count <= 0) return;
   const int team = threads().load();
   const std::int64_t by_grain = std::max<std::int64_t>(1, count / std::max<std::int64_t>(grain, 1));
