@@ -1,9 +1,10 @@
-// The fast CPU executor: runs the schedule's kernels. Fused elementwise kernels are interpreted
-// without a compile step, chunk by chunk (each chunk small enough to stay in L1), with
-// vectorised loops; reductions consume their fused producers the same way; matmul calls oneDNN
-// (f32) or OpenBLAS (f64); convolution, pooling, softmax and gather have kernels of their own;
-// every other op runs its reference kernel. Work is split over the
-// thread pool.
+// The fast CPU executor: runs the schedule's kernels. Schedules and compiled fused kernels are
+// cached by the graph's structure (schedule_cache.hpp), so a repeated graph is only bound and
+// run. Fused elementwise kernels are interpreted without a compile step, chunk by chunk (each
+// chunk small enough to stay in L1), with vectorised loops; reductions consume their fused
+// producers the same way; matmul calls oneDNN (f32) or OpenBLAS (f64 and small f32 products);
+// convolution, pooling, softmax, gather and scatter_add have kernels of their own; every other
+// op runs its reference kernel. Work is split over the thread pool.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
