@@ -52,18 +52,27 @@ Tensor broadcast_operand(const Tensor& t, const Shape& shape, bool inverse) {
   return broadcast_to(t, shape, inverse);
 }
 
+// The inputs of a binary node, each handle copied once (a braced list would copy it twice).
+std::vector<detail::NodePtr> operands(const detail::NodePtr& a, const detail::NodePtr& b) {
+  std::vector<detail::NodePtr> inputs;
+  inputs.reserve(2);
+  inputs.push_back(a);
+  inputs.push_back(b);
+  return inputs;
+}
+
 Tensor binary(Op op, const Tensor& a, const Tensor& b) {
   const std::string_view name = detail::op_info(op).name;
   detail::node_of(a, name);
   detail::node_of(b, name);
   const DType dtype = detail::result_type(op, promote(a.dtype(), b.dtype()));
   if (a.shape() == b.shape())  // the common case: nothing to broadcast
-    return detail::make_node(op, dtype, a.shape(), {a.node(), b.node()});
+    return detail::make_node(op, dtype, a.shape(), operands(a.node(), b.node()));
   BroadcastPlan p =
       plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(), b.is_inverse_broadcast());
   const Tensor x = broadcast_operand(a, p.shape, p.inverse);
   const Tensor y = broadcast_operand(b, p.shape, p.inverse);
-  return detail::make_node(op, dtype, std::move(p.shape), {x.node(), y.node()});
+  return detail::make_node(op, dtype, std::move(p.shape), operands(x.node(), y.node()));
 }
 
 Tensor unary(Op op, const Tensor& a) {
