@@ -94,10 +94,45 @@ Cache& cache() {
   return c;
 }
 
+// Small blocks (scalars, short vectors: the values of a loop of tiny ops) are recycled per
+// thread: aligned allocation from malloc costs far more than the work on such a tensor. Each
+// size class keeps a few blocks; a block freed on another thread joins that thread's lists.
+constexpr std::size_t kSmallLimit = 1024;  // bytes, after rounding to 64
+constexpr std::size_t kSmallClasses = kSmallLimit / 64;
+constexpr std::size_t kSmallPerClass = 32;
+
+struct SmallBlocks {
+  void* blocks[kSmallClasses][kSmallPerClass];
+  std::size_t count[kSmallClasses] = {};
+  ~SmallBlocks();
+};
+
+// Trivially destructible, so still readable while the thread's other objects are destroyed:
+// blocks freed after the lists are gone go straight back to malloc.
+thread_local bool small_blocks_gone = false;
+
+SmallBlocks::~SmallBlocks() {
+  small_blocks_gone = true;
+  for (std::size_t c = 0; c < kSmallClasses; ++c)
+    for (std::size_t i = 0; i < count[c]; ++i) std::free(blocks[c][i]);
+}
+
+SmallBlocks* small_blocks() {
+  if (small_blocks_gone) return nullptr;
+  thread_local SmallBlocks lists;
+  return &lists;
+}
+
 }  // namespace
 
 void* allocate_buffer(std::size_t bytes) {
   const std::size_t size = rounded(bytes == 0 ? 64 : bytes);
+  if (size <= kSmallLimit) {
+    if (SmallBlocks* lists = small_blocks()) {
+      const std::size_t c = size / 64 - 1;
+      if (lists->count[c] > 0) return lists->blocks[c][--lists->count[c]];
+    }
+  }
   if (size < kCachedFrom) return std::aligned_alloc(64, size);
   if (void* p = cache().take(size)) return p;
   void* p = std::aligned_alloc(size >= kHugePage ? kHugePage : 4096, size);
@@ -108,10 +143,27 @@ void* allocate_buffer(std::size_t bytes) {
 void free_buffer(void* block, std::size_t bytes) {
   if (block == nullptr) return;
   const std::size_t size = rounded(bytes == 0 ? 64 : bytes);
+  if (size <= kSmallLimit) {
+    if (SmallBlocks* lists = small_blocks()) {
+      const std::size_t c = size / 64 - 1;
+      if (lists->count[c] < kSmallPerClass) {
+        lists->blocks[c][lists->count[c]++] = block;
+        return;
+      }
+    }
+  }
   if (size >= kCachedFrom && cache().keep(block, size)) return;
   std::free(block);
 }
 
-void release_cached_buffers() { cache().clear(); }
+void release_cached_buffers() {
+  if (SmallBlocks* lists = small_blocks()) {
+    for (std::size_t c = 0; c < kSmallClasses; ++c) {
+      for (std::size_t i = 0; i < lists->count[c]; ++i) std::free(lists->blocks[c][i]);
+      lists->count[c] = 0;
+    }
+  }
+  cache().clear();
+}
 
 }  // namespace kiln::detail

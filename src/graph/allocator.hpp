@@ -11,7 +11,8 @@ namespace kiln::detail {
 void* allocate_buffer(std::size_t bytes);
 // Gives back a block from allocate_buffer of the same size.
 void free_buffer(void* block, std::size_t bytes);
-// Returns every cached block to the operating system.
+// Returns every cached block to the operating system (small blocks: those the calling thread
+// keeps).
 void release_cached_buffers();
 
 }  // namespace kiln::detail
