@@ -12,7 +12,7 @@ enum Tag : std::uint64_t { computed_value = 1, unevaluated_view = 2, unevaluated
 
 void put(std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& values) {
   key.push_back(values.size());
-  for (std::int64_t v : values) key.push_back(static_cast<std::uint64_t>(v));
+  key.insert(key.end(), values.begin(), values.end());  // one capacity check, not one per value
 }
 
 void put(std::vector<std::uint64_t>& key, const Scalar& s) {
@@ -122,23 +122,24 @@ void GraphStructure::encode(const Node& n) {
   // A node to overwrite changes which buffers a kernel may reuse, decided when it runs.
 }
 
-std::vector<Kernel> SchedulePlan::bind(const GraphStructure& structure) const {
+void SchedulePlan::bind(const GraphStructure& structure, std::vector<Kernel>& out) const {
   const std::vector<Node*>& nodes = structure.nodes();
-  std::vector<Kernel> kernels;
-  kernels.reserve(this->kernels.size());
-  for (const KernelPlan& p : this->kernels) {
-    Kernel k{p.kind, nodes[p.root], {}, {}, {}};
-    k.body.reserve(p.body.size());
+  out.resize(kernels.size());
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const KernelPlan& p = kernels[i];
+    Kernel& k = out[i];
+    k.kind = p.kind;
+    k.root = nodes[p.root];
+    k.body.clear();
     for (int b : p.body) k.body.push_back(nodes[b]);
-    k.inputs.reserve(p.inputs.size());
+    k.inputs.clear();
     for (const KernelPlan::Input& in : p.inputs) {
       const Node* through = in.through < 0 ? nullptr : nodes[in.through];
       k.inputs.push_back({nodes[in.node], through, through ? &through->view : nullptr, in.reason});
     }
+    k.stored.clear();
     for (int s : p.stored) k.stored.push_back(nodes[s]);
-    kernels.push_back(std::move(k));
   }
-  return kernels;
 }
 
 namespace {

@@ -69,8 +69,9 @@ struct SchedulePlan {
   std::vector<char> computed;   // per position: whether a kernel computes that node
   std::vector<char> requested;  // per position: whether the node is a target
 
-  // The kernels, with this evaluation's nodes in place of the positions.
-  std::vector<Kernel> bind(const GraphStructure& structure) const;
+  // The kernels, with this evaluation's nodes in place of the positions, written into `out`
+  // (whose vectors keep their capacity, so a caller that reuses `out` allocates nothing).
+  void bind(const GraphStructure& structure, std::vector<Kernel>& out) const;
 };
 
 // How many plans all caches have found and made so far (for tests and benchmarks).

@@ -350,6 +350,17 @@ void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
               std::string(info.name) + ": not an elementwise op");
 }
 
+// Asks for the memory of the next chunk of a source read in place (this chunk: `bytes` at `at`),
+// so that its loads overlap this chunk's arithmetic: the hardware prefetchers alone stay too
+// close behind a kernel that computes a while on each chunk (10% to 15% of the time of
+// exp(sin(a)*b+c)/2 over 10M values). Prefetches never fault, so the addresses may run past the
+// buffer; they are formed as integers.
+inline void prefetch_next(const void* at, std::int64_t bytes) {
+  const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(at) + static_cast<std::uintptr_t>(bytes);
+  for (std::uintptr_t a = from; a < from + static_cast<std::uintptr_t>(bytes); a += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
+}
+
 // Evaluates positions [start, start + n) (n <= kChunk) of the program's result into its result
 // register, or into `out` directly when it is given. Steps of stored nodes write straight into
 // their buffers (`stored`, one per Kernel::stored entry).
@@ -374,6 +385,7 @@ void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t 
       const void* direct =
           src.dtype() == load.type && !p.copy[ins.load] ? src.contiguous(start, n) : nullptr;
       if (direct != nullptr) {
+        prefetch_next(direct, n * static_cast<std::int64_t>(size_of(load.type)));
         r.values[ins.out] = direct;
       } else {
         src.read(start, n, r.reg(ins.out), load.type);
@@ -802,14 +814,14 @@ bool debug_enabled() {
   return on;
 }
 
-// For each output of an elementwise kernel (root, then the stored nodes), the buffer of the node
-// it may overwrite (Node::overwrite), when that is safe now: the buffer is that node's alone,
-// has the output's type and size, is not wanted by the caller, no later kernel reads it, and
-// this kernel reads it (if at all) in order. `readers` counts the kernels yet to read each node.
-std::vector<std::shared_ptr<Buffer>> reusable(const Kernel& k, const GraphStructure& structure,
-                                              const SchedulePlan& plan,
-                                              const std::vector<int>& readers) {
-  std::vector<std::shared_ptr<Buffer>> reuse(k.stored.size() + 1);
+// For each output of an elementwise kernel (root, then the stored nodes), written into `reuse`:
+// the buffer of the node it may overwrite (Node::overwrite), when that is safe now: the buffer is
+// that node's alone, has the output's type and size, is not wanted by the caller, no later
+// kernel reads it, and this kernel reads it (if at all) in order. `readers` counts the kernels
+// yet to read each node.
+void reusable(const Kernel& k, const GraphStructure& structure, const SchedulePlan& plan,
+              const std::vector<int>& readers, std::vector<std::shared_ptr<Buffer>>& reuse) {
+  reuse.assign(k.stored.size() + 1, nullptr);
   auto offer = [&](const Node& out) -> std::shared_ptr<Buffer> {
     Node* old = out.overwrite.get();
     if (old == nullptr || !old->result || old->result.use_count() != 1 ||
@@ -833,7 +845,6 @@ std::vector<std::shared_ptr<Buffer>> reusable(const Kernel& k, const GraphStruct
   for (std::size_t i = 1; i < reuse.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (reuse[i] && reuse[i] == reuse[j]) reuse[i] = nullptr;
-  return reuse;
 }
 
 class CpuExecutor final : public Executor {
@@ -848,7 +859,8 @@ class CpuExecutor final : public Executor {
     structure_.build(targets);
     bool cached = false;
     SchedulePlan& plan = cache_.plan(targets, structure_, cached);
-    const std::vector<Kernel> kernels = plan.bind(structure_);
+    plan.bind(structure_, kernels_);
+    const std::vector<Kernel>& kernels = kernels_;
     if (scheduling.on()) profile_label(cached ? "scheduling (cached)" : "scheduling", scheduling.seconds());
     if (debug_enabled() && !kernels.empty())
       std::cerr << "[kiln] schedule (" << float_loops().isa << ", " << thread_count()
@@ -856,7 +868,8 @@ class CpuExecutor final : public Executor {
                 << describe(kernels);
     // Results of kernels are released after their last reader unless a handle or a target
     // needs them.
-    std::vector<int> readers = plan.readers;
+    std::vector<int>& readers = readers_;
+    readers.assign(plan.readers.begin(), plan.readers.end());
     const std::vector<Node*>& nodes = structure_.nodes();
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       const Kernel& k = kernels[i];
@@ -864,8 +877,9 @@ class CpuExecutor final : public Executor {
       const ProfileTimer timer;
       switch (k.kind) {
         case Kernel::Kind::elementwise:
-          run_elementwise(k, code_of(p, k, structure_), structure_,
-                          reusable(k, structure_, plan, readers));
+          reusable(k, structure_, plan, readers, reuse_);
+          run_elementwise(k, code_of(p, k, structure_), structure_, reuse_);
+          reuse_.clear();
           break;
         case Kernel::Kind::reduce: run_reduce(k, p, structure_); break;
         case Kernel::Kind::matmul: run_matmul(k); break;
@@ -885,6 +899,11 @@ class CpuExecutor final : public Executor {
  private:
   GraphStructure structure_;
   ScheduleCache cache_;
+  // Per-evaluation scratch kept between evaluations (they are serialised), so that a repeated
+  // small graph allocates nothing here.
+  std::vector<Kernel> kernels_;
+  std::vector<int> readers_;
+  std::vector<std::shared_ptr<Buffer>> reuse_;
 };
 
 }  // namespace
