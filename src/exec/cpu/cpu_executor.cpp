@@ -290,7 +290,7 @@ void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
 #undef KILN_UNARY_CASE
 #undef KILN_BINARY_CASE
 
-void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
+[[gnu::noipa]] void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
   const OpInfo& info = op_info(s.op);
   const void* args[3] = {};
   for (int i = 0; i < s.arity; ++i) {
@@ -374,8 +374,11 @@ inline void prefetch_next(const void* at, std::int64_t bytes) {
 // Evaluates positions [start, start + n) (n <= kChunk) of the program's result into its result
 // register, or into `out` directly when it is given. Steps of stored nodes write straight into
 // their buffers (`stored`, one per Kernel::stored entry).
-void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t n, void* out,
-               const std::vector<Buffer*>* stored = nullptr) {
+// Kept out of interprocedural optimisation (as is run_step): every caller passes this thread's
+// registers, and a version specialised for them looks the thread-local up again (through
+// __tls_get_addr) at each use.
+[[gnu::noipa]] void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t n,
+                              void* out, const std::vector<Buffer*>* stored = nullptr) {
   const Code& code = *p.code;
   r.prepare(static_cast<std::size_t>(code.registers));
   for (std::size_t i = 0; i < code.code.size(); ++i) {

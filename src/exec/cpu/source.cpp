@@ -106,11 +106,14 @@ const void* Source::contiguous(std::int64_t start, std::int64_t n) const {
   if (rank == 0 || !layer_->valid.empty() || layer_->strides[rank - 1] != 1) return nullptr;
   const std::int64_t length = layer_->shape[rank - 1];
   if (length <= 0 || start % length + n > length) return nullptr;
+  // The outermost index needs no division: it is what is left, and must lie inside the view.
   std::int64_t at = layer_->offset, p = start;
-  for (std::size_t d = rank; d-- > 0;) {
+  for (std::size_t d = rank; d-- > 1;) {
     at += (p % layer_->shape[d]) * layer_->strides[d];
     p /= layer_->shape[d];
   }
+  if (p >= layer_->shape[0]) return nullptr;
+  at += p * layer_->strides[0];
   return base + static_cast<std::size_t>(at) * width;
 }
 
