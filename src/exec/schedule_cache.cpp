@@ -12,7 +12,7 @@ enum Tag : std::uint64_t { computed_value = 1, unevaluated_view = 2, unevaluated
 
 void put(std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& values) {
   key.push_back(values.size());
-  key.insert(key.end(), values.begin(), values.end());  // one capacity check, not one per value
+  for (std::int64_t v : values) key.push_back(static_cast<std::uint64_t>(v));
 }
 
 void put(std::vector<std::uint64_t>& key, const Scalar& s) {

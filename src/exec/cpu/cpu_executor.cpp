@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <memory_resource>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -87,9 +88,13 @@ struct Code final : PreparedKernel {
 // A Code bound to the buffers of one evaluation.
 struct Program {
   const Code* code = nullptr;
-  std::vector<Source> sources;  // one per load
+  // The per-load vectors live in `storage` when they fit (a program of up to 8 loads or so), so
+  // that binding a small kernel allocates nothing.
+  alignas(std::max_align_t) std::byte storage[768];
+  std::pmr::monotonic_buffer_resource arena{storage, sizeof storage};
+  std::pmr::vector<Source> sources{&arena};  // one per load
   // Per load: how its chunks are read (flags below).
-  std::vector<std::uint8_t> use;
+  std::pmr::vector<std::uint8_t> use{&arena};
   static constexpr std::uint8_t kCopy = 1;      // a buffer the kernel also writes: copied, never
                                                 // read in place
   static constexpr std::uint8_t kPrefetch = 2;  // a buffer too large to stay in cache: its next
@@ -99,7 +104,8 @@ struct Program {
 
   // `positions`: how many positions the kernel evaluates.
   Program(const Code& c, const GraphStructure& structure, std::int64_t positions)
-      : code(&c), use(c.loads.size(), 0), fill(std::min(kChunk, positions)) {
+      : code(&c), fill(std::min(kChunk, positions)) {
+    use.assign(c.loads.size(), 0);
     static std::atomic<std::uint64_t> bindings{0};
     tag = ++bindings;
     sources.reserve(c.loads.size());
