@@ -234,7 +234,10 @@ struct Registers {
   std::vector<std::uint64_t> filled_by;  // the program whose constant a register holds
   void* reg(int i) { return regs[i].data(); }
   const void* value(int i) const { return values[i]; }
+  // Every register and scratch vector holds kChunk values once prepared, so a later call for
+  // no more registers returns at once (it runs for every chunk).
   void prepare(std::size_t count) {
+    if (regs.size() >= count && !regs.empty()) return;
     if (regs.size() < count) regs.resize(count);
     if (values.size() < count) values.resize(count);
     if (filled_by.size() < count) filled_by.resize(count);
