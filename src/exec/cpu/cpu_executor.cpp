@@ -53,6 +53,10 @@ struct Step {
   int args[3] = {};              // registers
   DType arg_types[3] = {};       // the types of the values in them
   std::shared_ptr<const CustomKernel> custom;  // custom_map
+  // An f32 op with a vectorised loop whose operands are f32 already: run_chunk calls the loop
+  // directly, without run_step's conversions and dispatch (which cost as much as the loop on
+  // short rows).
+  enum class Direct : std::uint8_t { none, unary_f32, binary_f32 } direct = Direct::none;
 };
 
 // A fused kernel as a register machine: a list of loads (a source into a register) and steps
@@ -197,6 +201,11 @@ std::shared_ptr<Code> compile(const std::vector<Node*>& body, const std::vector<
       ++s.arity;
     }
     s.compute = compute_type(*n, s.arg_types);
+    const OpKind kind = n->info().kind;
+    if ((kind == OpKind::unary || kind == OpKind::binary) && s.dtype == DType::f32 &&
+        s.compute == DType::f32 && has_float_loop(s.op) &&
+        std::all_of(s.arg_types, s.arg_types + s.arity, [](DType t) { return t == DType::f32; }))
+      s.direct = kind == OpKind::unary ? Step::Direct::unary_f32 : Step::Direct::binary_f32;
     Instruction step;
     step.step = std::move(s);
     step.out = allocate();
@@ -389,6 +398,7 @@ inline void prefetch_next(const void* at, std::int64_t bytes) {
 [[gnu::noipa]] void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t n,
                               void* out, const std::vector<Buffer*>* stored = nullptr) {
   const Code& code = *p.code;
+  const FloatLoops& loops = float_loops();
   r.prepare(static_cast<std::size_t>(code.registers));
   for (std::size_t i = 0; i < code.code.size(); ++i) {
     const Instruction& ins = code.code[i];
@@ -423,7 +433,16 @@ inline void prefetch_next(const void* at, std::int64_t bytes) {
         target = static_cast<std::byte*>(b.data()) +
                  start * static_cast<std::int64_t>(size_of(b.dtype()));
       }
-      run_step(ins.step, r, target, n);
+      const Step& s = ins.step;
+      if (s.direct == Step::Direct::binary_f32)
+        loops.binary_f32(s.op, static_cast<const float*>(r.value(s.args[0])),
+                         static_cast<const float*>(r.value(s.args[1])),
+                         static_cast<float*>(target), n);
+      else if (s.direct == Step::Direct::unary_f32)
+        loops.unary_f32(s.op, static_cast<const float*>(r.value(s.args[0])),
+                        static_cast<float*>(target), n);
+      else
+        run_step(s, r, target, n);
       r.values[ins.out] = target;
     }
   }
