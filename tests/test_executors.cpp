@@ -1658,6 +1658,18 @@ TEST(ExecutorKernels, ColumnAndLongRowReductionsAgreeWithReference) {
       }
     }
   }
+  // Column sums of f32 values read eight rows at a time: in place (with a remainder of rows)
+  // and through a transposed view, which cannot be read in place. Values with fractions, so a
+  // row counted twice or skipped, or another order of additions, shows.
+  for (const Tensor& in : {kiln::uniform({203, 1500}, 7, DType::f32).eval(),
+                           kiln::transpose(kiln::uniform({1500, 203}, 8, DType::f32).eval())}) {
+    std::vector<double> got[2];
+    for (int e = 0; e < 2; ++e) {
+      kiln::set_executor(executors()[e].second);
+      got[e] = kiln::sum(in, {0}).to_vector<double>();
+    }
+    expect_agree(got[0], got[1], 1e-6);
+  }
   // A long row of floats whose float-only sum would drift: 4M values of 0.1.
   const Tensor tenths = kiln::full({1 << 22}, 0.1f, DType::f32).eval();
   const Tensor copy = (tenths + 0.0f).eval();  // a computed buffer, read in place

@@ -23,6 +23,9 @@ struct FloatLoops {
   float (*row_min_f32)(const float* a, std::int64_t n);
   // sums[i] += a[i]: one row of a column sum.
   void (*column_sum_f32)(const float* a, double* sums, std::int64_t n);
+  // sums[i] += rows[0][i], then rows[1][i], ... rows[7][i]: eight rows of a column sum, with the
+  // same additions in the same order as eight calls of column_sum_f32, but one pass over sums.
+  void (*column_sum8_f32)(const float* const* rows, double* sums, std::int64_t n);
   // One output row of 2x2, stride 2 max pooling (input rows r0, r1), and its gradient: the
   // pooled gradient shared among each window's maxima, written to input rows d0, d1.
   void (*pool2x2_row_f32)(const float* r0, const float* r1, float* out, std::int64_t ow);

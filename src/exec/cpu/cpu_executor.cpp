@@ -778,7 +778,34 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
           if (float_sum) std::fill(sums.begin(), sums.begin() + n, 0.0);
           else for (std::int64_t j = 0; j < n; ++j) acc[j].start();
           const std::int64_t first = reduced * part / parts, last = reduced * (part + 1) / parts;
-          for (std::int64_t r = first; r < last; ++r) {
+          std::int64_t r = first;
+          if constexpr (std::is_same_v<T, float>) {
+            // Rows read in place go eight at a time: one pass over the sums instead of eight.
+            if (float_sum && producer.source && producer.source->dtype() == DType::f32) {
+              const float* rows[8];
+              for (; r + 8 <= last; r += 8) {
+                for (std::int64_t c = 0; c < n; c += kChunk) {
+                  const std::int64_t m = std::min(kChunk, n - c);
+                  bool direct = true;
+                  for (int i = 0; i < 8 && direct; ++i) {
+                    rows[i] = static_cast<const float*>(producer.source->contiguous(
+                        (row * reduced + r + i) * inner + c0 + c, m));
+                    direct = rows[i] != nullptr;
+                  }
+                  if (direct) {
+                    float_loops().column_sum8_f32(rows, sums.data() + c, m);
+                    continue;
+                  }
+                  for (int i = 0; i < 8; ++i)
+                    float_loops().column_sum_f32(
+                        producer.values<float>((row * reduced + r + i) * inner + c0 + c, m,
+                                               chunk.data()),
+                        sums.data() + c, m);
+                }
+              }
+            }
+          }
+          for (; r < last; ++r) {
             for (std::int64_t c = 0; c < n; c += kChunk) {
               const std::int64_t m = std::min(kChunk, n - c);
               const T* v =
