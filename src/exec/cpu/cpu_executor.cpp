@@ -384,7 +384,8 @@ void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
 // exp(sin(a)*b+c)/2 over 10M values). Prefetches never fault, so the addresses may run past the
 // buffer; they are formed as integers.
 inline void prefetch_next(const void* at, std::int64_t bytes) {
-  const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(at) + static_cast<std::uintptr_t>(bytes);
+  const std::uintptr_t from =
+      reinterpret_cast<std::uintptr_t>(at) + static_cast<std::uintptr_t>(bytes);
   for (std::uintptr_t a = from; a < from + static_cast<std::uintptr_t>(bytes); a += 64)
     __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
 }
