@@ -104,6 +104,12 @@ constexpr std::size_t kSmallPerClass = 32;
 struct SmallBlocks {
   void* blocks[kSmallClasses][kSmallPerClass];
   std::size_t count[kSmallClasses] = {};
+  void release() {
+    for (std::size_t c = 0; c < kSmallClasses; ++c) {
+      for (std::size_t i = 0; i < count[c]; ++i) std::free(blocks[c][i]);
+      count[c] = 0;
+    }
+  }
   ~SmallBlocks();
 };
 
@@ -113,8 +119,7 @@ thread_local bool small_blocks_gone = false;
 
 SmallBlocks::~SmallBlocks() {
   small_blocks_gone = true;
-  for (std::size_t c = 0; c < kSmallClasses; ++c)
-    for (std::size_t i = 0; i < count[c]; ++i) std::free(blocks[c][i]);
+  release();
 }
 
 SmallBlocks* small_blocks() {
@@ -157,12 +162,7 @@ void free_buffer(void* block, std::size_t bytes) {
 }
 
 void release_cached_buffers() {
-  if (SmallBlocks* lists = small_blocks()) {
-    for (std::size_t c = 0; c < kSmallClasses; ++c) {
-      for (std::size_t i = 0; i < lists->count[c]; ++i) std::free(lists->blocks[c][i]);
-      lists->count[c] = 0;
-    }
-  }
+  if (SmallBlocks* lists = small_blocks()) lists->release();
   cache().clear();
 }
 
