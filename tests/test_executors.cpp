@@ -1624,6 +1624,45 @@ TEST(ExecutorKernels, LongRowsReadInPlaceAgreeWithReference) {
   }
 }
 
+TEST(ExecutorKernels, WholeRowKernelsAgreeWithReference) {
+  // Kernels over rows of half a chunk or more, whose loads all advance by a fixed step per row
+  // (a slice of columns: the row pitch; a broadcast row: 0), locate their loads once per range
+  // of rows. Enough rows that two threads start ranges part-way down; f32 chains with constants
+  // (every step a direct float loop), an f64 chain and a mixed i32/f32 one (steps with
+  // conversions), a kernel that also stores an intermediate, and one that overwrites a buffer
+  // it reads.
+  ExecutorGuard guard;
+  for (int threads : {1, 2}) {
+    kiln::set_num_threads(threads);
+    for (std::int64_t len : {512, 777, 1000, 1023}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + ", row length " + std::to_string(len));
+      const Tensor a = kiln::uniform({67, len + 5}, 21, DType::f32).eval();
+      const Tensor row = kiln::uniform({len}, 22, DType::f32).eval();
+      const Tensor counts = kiln::arange({67, len}, 1).convert(DType::i32).eval();
+      std::vector<double> got[2];
+      for (int e = 0; e < 2; ++e) {
+        kiln::set_executor(executors()[e].second);
+        const Tensor columns = kiln::slice(a, {0, 3}, {67, len + 3});
+        std::vector<Tensor> results;
+        results.push_back(kiln::exp(columns * row + 0.5f) - kiln::sin(row) / 3.0f);
+        results.push_back(columns.convert(DType::f64) * row.convert(DType::f64) - 1.0);
+        results.push_back(counts * row + columns);
+        Tensor shared = columns - row;
+        Tensor after = kiln::abs(shared) * 2.0f;
+        kiln::eval_all({shared, after});
+        results.push_back(shared);
+        results.push_back(after);
+        Tensor in_place = (columns + row).eval();
+        in_place = in_place * row + kiln::slice(in_place, {0, 0}, {67, len});
+        results.push_back(in_place);
+        for (const Tensor& r : results)
+          for (double v : r.convert(DType::f64).to_vector<double>()) got[e].push_back(v);
+      }
+      expect_agree(got[0], got[1], 1e-5);
+    }
+  }
+}
+
 TEST(ExecutorKernels, ColumnAndLongRowReductionsAgreeWithReference) {
   // Column reductions read row after row; with fewer column blocks than threads the rows are
   // split into parts combined at the end (2 threads here). Long contiguous rows are summed in

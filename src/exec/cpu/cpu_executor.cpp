@@ -392,12 +392,15 @@ inline void prefetch_next(const void* at, std::int64_t bytes) {
 
 // Evaluates positions [start, start + n) (n <= kChunk) of the program's result into its result
 // register, or into `out` directly when it is given. Steps of stored nodes write straight into
-// their buffers (`stored`, one per Kernel::stored entry).
+// their buffers (`stored`, one per Kernel::stored entry). `at`, when given, holds where each
+// load that is not a constant finds these positions' values in place (run_elementwise locates
+// them once per range of whole rows).
 // Kept out of interprocedural optimisation (as is run_step): every caller passes this thread's
 // registers, and a version specialised for them looks the thread-local up again (through
 // __tls_get_addr) at each use.
 [[gnu::noipa]] void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t n,
-                              void* out, const std::vector<Buffer*>* stored = nullptr) {
+                              void* out, const std::vector<Buffer*>* stored = nullptr,
+                              const void* const* at = nullptr) {
   const Code& code = *p.code;
   const FloatLoops& loops = float_loops();
   r.prepare(static_cast<std::size_t>(code.registers));
@@ -415,9 +418,10 @@ inline void prefetch_next(const void* at, std::int64_t bytes) {
         r.values[ins.out] = r.reg(ins.out);
         continue;
       }
-      const void* direct =
-          src.dtype() == load.type && !(p.use[ins.load] & Program::kCopy) ? src.contiguous(start, n)
-                                                                        : nullptr;
+      const void* direct = at                                      ? at[ins.load]
+                           : src.dtype() == load.type && !(p.use[ins.load] & Program::kCopy)
+                               ? src.contiguous(start, n)
+                               : nullptr;
       if (direct != nullptr) {
         if (p.use[ins.load] & Program::kPrefetch)
           prefetch_next(direct, n * static_cast<std::int64_t>(size_of(load.type)));
@@ -472,6 +476,71 @@ struct Producer {
   }
 };
 
+constexpr std::size_t kMaxRowLoads = 16;
+
+// For chunks of one whole row each: whether every load that is not a constant reads its rows in
+// place, each row a fixed number of bytes (`steps`, per load; 0 for constants) after the previous
+// one.
+bool row_steps(const Program& p, std::int64_t row, std::int64_t* steps) {
+  const Code& code = *p.code;
+  if (code.loads.size() > kMaxRowLoads) return false;
+  for (std::size_t i = 0; i < code.loads.size(); ++i) {
+    const Load& load = code.loads[i];
+    steps[i] = 0;
+    if (load.constant) continue;
+    const Source& source = p.sources[i];
+    if (source.dtype() != load.type || (p.use[i] & Program::kCopy)) return false;
+    const std::optional<std::int64_t> step = source.row_step(row);
+    if (!step) return false;
+    steps[i] = *step * static_cast<std::int64_t>(size_of(load.type));
+  }
+  return true;
+}
+
+// `rows` whole rows of `row` values of a program that loads its rows in place (`at`, advancing
+// by `steps` bytes per row), calls float loops directly in every step and stores only its
+// result (to `out`): run_chunk without its per-chunk decisions, which cost a tenth of a
+// [1000,1000] + [1000] add.
+void run_direct_rows(const Program& p, Registers& r, const void** at, const std::int64_t* steps,
+                     std::int64_t rows, std::int64_t row, std::byte* out) {
+  const Code& code = *p.code;
+  const FloatLoops& loops = float_loops();
+  r.prepare(static_cast<std::size_t>(code.registers));
+  for (const Instruction& ins : code.code) {
+    if (ins.load < 0 || !code.loads[ins.load].constant) continue;
+    if (r.filled_by[ins.out] != p.tag) {
+      p.sources[ins.load].fill(p.fill, r.reg(ins.out), code.loads[ins.load].type);
+      r.filled_by[ins.out] = p.tag;
+    }
+    r.values[ins.out] = r.reg(ins.out);
+  }
+  const std::size_t last = code.code.size() - 1;
+  const std::size_t loads = code.loads.size();
+  for (std::int64_t c = 0; c < rows; ++c) {
+    if (c > 0) {  // advanced before each row but the first, so no pointer passes the buffer
+      for (std::size_t i = 0; i < loads; ++i)
+        if (steps[i] != 0) at[i] = static_cast<const std::byte*>(at[i]) + steps[i];
+      out += row * static_cast<std::int64_t>(sizeof(float));
+    }
+    for (std::size_t i = 0; i <= last; ++i) {
+      const Instruction& ins = code.code[i];
+      if (ins.load >= 0) {
+        if (!code.loads[ins.load].constant) r.values[ins.out] = at[ins.load];
+        continue;
+      }
+      const Step& s = ins.step;
+      float* target =
+          i == last ? reinterpret_cast<float*>(out) : static_cast<float*>(r.reg(ins.out));
+      const float* a = static_cast<const float*>(r.value(s.args[0]));
+      if (s.direct == Step::Direct::binary_f32)
+        loops.binary_f32(s.op, a, static_cast<const float*>(r.value(s.args[1])), target, row);
+      else
+        loops.unary_f32(s.op, a, target, row);
+      r.values[ins.out] = target;
+    }
+  }
+}
+
 // The output buffers of an elementwise kernel: new ones, or the buffers `reuse` offers (one per
 // root and stored node, null for none). Loads from an offered buffer are copied per chunk, so
 // a chunk's values are all read before any of them is overwritten.
@@ -499,16 +568,46 @@ void run_elementwise(const Kernel& k, const Code& code, const GraphStructure& st
   // (a bias) is then one contiguous run per chunk, read in place instead of copied.
   const std::int64_t row = root.shape.empty() ? 0 : root.shape.back();
   const std::int64_t chunk = row >= kChunk / 2 && row < kChunk ? row : kChunk;
-  const std::int64_t chunks = (root.numel() + chunk - 1) / chunk;
-  const std::size_t width = size_of(root.dtype);
-  parallel_for(chunks, grain_for(chunk), [&](std::int64_t begin, std::int64_t end) {
-    Registers& r = thread_registers();
-    for (std::int64_t c = begin; c < end; ++c) {
-      const std::int64_t start = c * chunk;
-      const std::int64_t n = std::min(chunk, root.numel() - start);
-      run_chunk(p, r, start, n, static_cast<std::byte*>(out->data()) + start * width, &stored);
-    }
-  });
+  const std::int64_t positions = root.numel();
+  const std::int64_t chunks = (positions + chunk - 1) / chunk;
+  const std::int64_t width = static_cast<std::int64_t>(size_of(root.dtype));
+  std::byte* const out_bytes = static_cast<std::byte*>(out->data());
+  std::int64_t steps[kMaxRowLoads];
+  if (chunk == row && row_steps(p, row, steps)) {
+    const std::size_t loads = code.loads.size();
+    // Prefetching (kPrefetch) is left to run_chunk; row_steps has excluded kCopy already.
+    const bool direct_only =
+        stored.empty() &&
+        std::none_of(p.use.begin(), p.use.end(), [](std::uint8_t u) { return u != 0; }) &&
+        std::all_of(code.code.begin(), code.code.end(), [](const Instruction& ins) {
+          return ins.load >= 0 || ins.step.direct != Step::Direct::none;
+        });
+    parallel_for(chunks, grain_for(chunk), [&](std::int64_t begin, std::int64_t end) {
+      Registers& r = thread_registers();
+      const void* at[kMaxRowLoads] = {};
+      for (std::size_t i = 0; i < loads; ++i)
+        if (!code.loads[i].constant) at[i] = p.sources[i].contiguous(begin * row, row);
+      if (direct_only) {
+        run_direct_rows(p, r, at, steps, end - begin, row, out_bytes + begin * row * width);
+        return;
+      }
+      for (std::int64_t c = begin; c < end; ++c) {
+        if (c > begin)
+          for (std::size_t i = 0; i < loads; ++i)
+            if (steps[i] != 0) at[i] = static_cast<const std::byte*>(at[i]) + steps[i];
+        run_chunk(p, r, c * row, row, out_bytes + c * row * width, &stored, at);
+      }
+    });
+  } else {
+    parallel_for(chunks, grain_for(chunk), [&](std::int64_t begin, std::int64_t end) {
+      Registers& r = thread_registers();
+      for (std::int64_t c = begin; c < end; ++c) {
+        const std::int64_t start = c * chunk;
+        const std::int64_t n = std::min(chunk, positions - start);
+        run_chunk(p, r, start, n, out_bytes + start * width, &stored);
+      }
+    });
+  }
   root.result = std::move(out);
   for (std::size_t i = 0; i < k.stored.size(); ++i) k.stored[i]->result = std::move(kept[i]);
 }

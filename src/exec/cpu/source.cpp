@@ -117,6 +117,14 @@ const void* Source::contiguous(std::int64_t start, std::int64_t n) const {
   return base + static_cast<std::size_t>(at) * width;
 }
 
+std::optional<std::int64_t> Source::row_step(std::int64_t row) const {
+  if (row_major_) return row;
+  const ViewLayer& l = *layer_;
+  if (!l.valid.empty() || l.shape.size() != 2 || l.shape[1] != row || l.strides[1] != 1)
+    return std::nullopt;
+  return l.strides[0];
+}
+
 bool Source::constant() const {
   if (row_major_) return false;
   if (!layer_->valid.empty()) return false;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "exec/fusion.hpp"
 #include "graph/buffer.hpp"
@@ -31,6 +32,10 @@ class Source {
   // source is read in row-major order, or the positions are one unpadded run of its innermost
   // dimension with stride 1), else null.
   const void* contiguous(std::int64_t start, std::int64_t n) const;
+  // For reads of whole rows of `row` values: how many elements one row's values lie after the
+  // previous row's, when every row is one contiguous run (`row` for a row-major source, 0 for a
+  // row broadcast down the rows), else nullopt.
+  std::optional<std::int64_t> row_step(std::int64_t row) const;
   // Whether every position reads the same element (a broadcast scalar).
   bool constant() const;
   // Writes that element n times, converted to `as` (for constant sources).
