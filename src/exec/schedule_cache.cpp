@@ -10,34 +10,13 @@ namespace {
 
 enum Tag : std::uint64_t { computed_value = 1, unevaluated_view = 2, unevaluated_op = 3 };
 
-void put(std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& values) {
-  key.push_back(values.size());
-  for (std::int64_t v : values) key.push_back(static_cast<std::uint64_t>(v));
-}
-
-void put(std::vector<std::uint64_t>& key, const Scalar& s) {
-  key.push_back(static_cast<std::uint64_t>(s.dtype()));
-  key.push_back(is_float(s.dtype()) ? std::bit_cast<std::uint64_t>(s.as<double>())
-                                    : static_cast<std::uint64_t>(s.as<std::int64_t>()));
-}
-
-void put(std::vector<std::uint64_t>& key, const ViewMap& view) {
-  key.push_back(view.layers().size());
-  for (const ViewLayer& layer : view.layers()) {
-    put(key, layer.shape);
-    put(key, layer.strides);
-    key.push_back(static_cast<std::uint64_t>(layer.offset));
-    key.push_back(layer.valid.size());
-    for (auto [from, to] : layer.valid) {
-      key.push_back(static_cast<std::uint64_t>(from));
-      key.push_back(static_cast<std::uint64_t>(to));
-    }
-    put(key, layer.fill);
-  }
+std::uint64_t scalar_bits(const Scalar& s) {
+  return is_float(s.dtype()) ? std::bit_cast<std::uint64_t>(s.as<double>())
+                             : static_cast<std::uint64_t>(s.as<std::int64_t>());
 }
 
 // Four independent multiply chains, so hashing a key costs about a cycle per word.
-std::uint64_t hash_of(const std::vector<std::uint64_t>& key) {
+std::uint64_t hash_of(std::span<const std::uint64_t> key) {
   std::uint64_t lanes[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
                             0x27d4eb2f165667c5ull ^ key.size()};
   std::size_t i = 0;
@@ -66,7 +45,7 @@ void GraphStructure::build(std::span<Node* const> targets) {
   static std::uint64_t walks = 0;  // distinct over all structures, so stamps never collide
   walk_ = ++walks;
   nodes_.clear();
-  key_.clear();
+  key_size_ = 0;
   // Depth first, inputs left to right, each node placed after what it reads. A node is stamped
   // when first expanded; in a DAG it cannot be met again before it is placed.
   for (auto it = targets.rbegin(); it != targets.rend(); ++it) stack_.push_back({*it, false});
@@ -88,37 +67,74 @@ void GraphStructure::build(std::span<Node* const> targets) {
     });
     std::reverse(stack_.begin() + static_cast<std::ptrdiff_t>(first), stack_.end());
   }
-  key_.push_back(targets.size());
-  for (Node* t : targets) key_.push_back(t->slot);
-  hash_ = hash_of(key_);
+  std::uint64_t* out = append(1 + targets.size());
+  *out++ = targets.size();
+  for (Node* t : targets) *out++ = t->slot;
+  hash_ = hash_of(key());
+}
+
+void GraphStructure::grow(std::size_t count) {
+  key_.resize(std::max(key_.size() * 2, key_size_ + count + 64));
+}
+
+void GraphStructure::put(const std::vector<std::int64_t>& values) {
+  std::uint64_t* out = append(1 + values.size());
+  *out++ = values.size();
+  for (std::int64_t v : values) *out++ = static_cast<std::uint64_t>(v);
 }
 
 void GraphStructure::encode(const Node& n) {
-  auto& key = key_;
   if (n.result) {
-    key.push_back(computed_value);
-    key.push_back(static_cast<std::uint64_t>(n.dtype));
-    put(key, n.shape);
+    std::uint64_t* out = append(2);
+    out[0] = computed_value;
+    out[1] = static_cast<std::uint64_t>(n.dtype);
+    put(n.shape);
     return;
   }
-  key.push_back(n.is_view() ? unevaluated_view : unevaluated_op);
-  key.push_back(static_cast<std::uint64_t>(n.op));
-  key.push_back(static_cast<std::uint64_t>(n.dtype));
-  put(key, n.shape);
+  std::uint64_t* out = append(3);
+  out[0] = n.is_view() ? unevaluated_view : unevaluated_op;
+  out[1] = static_cast<std::uint64_t>(n.op);
+  out[2] = static_cast<std::uint64_t>(n.dtype);
+  put(n.shape);
   if (n.is_view()) {
-    key.push_back(n.view_base->slot);
-    put(key, n.view);
+    const auto& layers = n.view.layers();
+    out = append(2);
+    out[0] = n.view_base->slot;
+    out[1] = layers.size();
+    for (const ViewLayer& layer : layers) {
+      put(layer.shape);
+      put(layer.strides);
+      out = append(4 + 2 * layer.valid.size());
+      *out++ = static_cast<std::uint64_t>(layer.offset);
+      *out++ = static_cast<std::uint64_t>(layer.fill.dtype());
+      *out++ = scalar_bits(layer.fill);
+      *out++ = layer.valid.size();
+      for (auto [from, to] : layer.valid) {
+        *out++ = static_cast<std::uint64_t>(from);
+        *out++ = static_cast<std::uint64_t>(to);
+      }
+    }
     return;
   }
-  key.push_back(n.inputs.size());
-  for (const NodePtr& in : n.inputs) key.push_back(in->slot);
+  // The inputs, a mask of the attribute lists that are set (most ops set none) and the flag,
+  // the scalar value, the callable, then the lists that are set.
   const Attrs& a = n.attrs;
-  for (const auto* v : {&a.axes, &a.start, &a.after, &a.step, &a.window, &a.dilation}) put(key, *v);
-  put(key, a.value);
-  key.push_back(a.flag);
+  const std::vector<std::int64_t>* lists[] = {&a.axes, &a.start,  &a.after,
+                                              &a.step, &a.window, &a.dilation};
+  std::uint64_t present = a.flag ? 1u << 6 : 0u;
+  for (unsigned i = 0; i < 6; ++i)
+    if (!lists[i]->empty()) present |= 1u << i;
+  out = append(5 + n.inputs.size());
+  *out++ = n.inputs.size();
+  for (const NodePtr& in : n.inputs) *out++ = in->slot;
+  *out++ = present;
+  *out++ = static_cast<std::uint64_t>(a.value.dtype());
+  *out++ = scalar_bits(a.value);
   // The callables themselves: a prepared kernel that calls one keeps it alive, so its address
   // cannot come back for another. The random seed is read when the kernel runs.
-  key.push_back(reinterpret_cast<std::uintptr_t>(a.custom.get()));
+  *out++ = reinterpret_cast<std::uintptr_t>(a.custom.get());
+  for (unsigned i = 0; i < 6; ++i)
+    if (present & (1u << i)) put(*lists[i]);
   // A node to overwrite changes which buffers a kernel may reuse, decided when it runs.
 }
 
@@ -180,12 +196,12 @@ ScheduleCacheCounts schedule_cache_counts() { return {hit_count.load(), miss_cou
 SchedulePlan& ScheduleCache::plan(std::span<Node* const> targets, const GraphStructure& structure,
                                   bool& hit) {
   auto it = entries_.find(structure.hash());
-  hit = it != entries_.end() && it->second->key == structure.key();
+  hit = it != entries_.end() && std::ranges::equal(it->second->key, structure.key());
   ++(hit ? hit_count : miss_count);
   if (hit) return it->second->plan;
   if (it == entries_.end() && entries_.size() >= kMaxEntries) entries_.clear();
   auto entry = std::make_unique<Entry>();
-  entry->key = structure.key();
+  entry->key.assign(structure.key().begin(), structure.key().end());
   entry->plan = plan_of(schedule(targets), structure, targets);
   auto& slot = entries_[structure.hash()];
   slot = std::move(entry);  // a hash collision replaces the older structure

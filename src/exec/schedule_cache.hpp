@@ -8,6 +8,7 @@
 // identity and the values in buffers (a learning rate, a random seed) are not part of it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -27,16 +28,28 @@ class GraphStructure {
   void build(std::span<Node* const> targets);
 
   const std::vector<Node*>& nodes() const { return nodes_; }
-  const std::vector<std::uint64_t>& key() const { return key_; }
+  std::span<const std::uint64_t> key() const { return {key_.data(), key_size_}; }
   std::uint64_t hash() const { return hash_; }
   // The node's position in nodes(), or -1 when this walk did not reach it.
   int slot(const Node* node) const;
 
  private:
   void encode(const Node& n);
+  // Room for `count` more words at the end of the key (a node's encoding appends through this
+  // rather than word by word: its cost is most of a tiny evaluation's).
+  std::uint64_t* append(std::size_t count) {
+    if (key_size_ + count > key_.size()) [[unlikely]]
+      grow(count);
+    std::uint64_t* at = key_.data() + key_size_;
+    key_size_ += count;
+    return at;
+  }
+  void grow(std::size_t count);  // out of line, so that append's common path stays small
+  void put(const std::vector<std::int64_t>& values);
 
   std::vector<Node*> nodes_;
-  std::vector<std::uint64_t> key_;
+  std::vector<std::uint64_t> key_;  // the first key_size_ words are the key
+  std::size_t key_size_ = 0;
   std::vector<std::pair<Node*, bool>> stack_;
   std::uint64_t hash_ = 0;
   std::uint64_t walk_ = 0;
