@@ -46,10 +46,14 @@ BroadcastPlan plan(std::string_view op, const Shape& a, bool a_marked, const Sha
                    (marked ? " (inverse broadcasting enforced)" : ""));
 }
 
-Tensor broadcast_operand(const Tensor& t, const Shape& shape, bool inverse) {
-  if (t.shape() == shape) return t.normal_broadcast();
-  if (Tensor shared = detail::shared_broadcast(t, shape, inverse); shared.defined()) return shared;
-  return broadcast_to(t, shape, inverse);
+// The node an operand contributes at `shape`: its own, a shared broadcast of a shared constant,
+// or a new broadcast view (kept alive by `made`). The reference is valid until the next call.
+const detail::NodePtr& broadcast_operand(const Tensor& t, const Shape& shape, bool inverse,
+                                         Tensor& made) {
+  if (t.shape() == shape) return t.node();
+  if (const Tensor* shared = detail::shared_broadcast(t, shape, inverse)) return shared->node();
+  made = broadcast_to(t, shape, inverse);
+  return made.node();
 }
 
 // The inputs of a binary node, each handle copied once (a braced list would copy it twice).
@@ -70,9 +74,14 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b) {
     return detail::make_node(op, dtype, a.shape(), operands(a.node(), b.node()));
   BroadcastPlan p =
       plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(), b.is_inverse_broadcast());
-  const Tensor x = broadcast_operand(a, p.shape, p.inverse);
-  const Tensor y = broadcast_operand(b, p.shape, p.inverse);
-  return detail::make_node(op, dtype, std::move(p.shape), operands(x.node(), y.node()));
+  // Each operand's node is copied into the inputs before the other's is looked up, which may
+  // change the cache it came from.
+  Tensor made;
+  std::vector<detail::NodePtr> inputs;
+  inputs.reserve(2);
+  inputs.push_back(broadcast_operand(a, p.shape, p.inverse, made));
+  inputs.push_back(broadcast_operand(b, p.shape, p.inverse, made));
+  return detail::make_node(op, dtype, std::move(p.shape), std::move(inputs));
 }
 
 Tensor unary(Op op, const Tensor& a) {

@@ -41,7 +41,7 @@ std::uint64_t bits_of(const Scalar& s) {
 
 }  // namespace
 
-Tensor shared_constant(Scalar value) {
+const Tensor& shared_constant(Scalar value) {
   auto& cache = constants();
   const std::uint64_t bits = bits_of(value);
   auto it = std::find_if(cache.begin(), cache.end(), [&](const Constant& c) {
@@ -56,11 +56,11 @@ Tensor shared_constant(Scalar value) {
   return cache.back().leaf;
 }
 
-Tensor shared_broadcast(const Tensor& t, const Shape& shape, bool inverse) {
+const Tensor* shared_broadcast(const Tensor& t, const Shape& shape, bool inverse) {
   auto& cache = constants();
   auto c = std::find_if(cache.begin(), cache.end(),
                         [&](const Constant& k) { return k.leaf.node() == t.node(); });
-  if (c == cache.end()) return Tensor();
+  if (c == cache.end()) return nullptr;
   auto& views = c->views;
   auto v = std::find_if(views.begin(), views.end(), [&](const View& view) {
     return view.inverse == inverse && view.shape == shape;
@@ -73,11 +73,12 @@ Tensor shared_broadcast(const Tensor& t, const Shape& shape, bool inverse) {
   }
   if (v != views.end()) {
     std::rotate(v, v + 1, views.end());
-    return views.back().view;
+    return &views.back().view;
   }
   if (views.size() == kViewsPerConstant) views.erase(views.begin());
-  views.push_back({shape, inverse, broadcast_to(t, shape, inverse)});
-  return views.back().view;
+  Tensor view = broadcast_to(t, shape, inverse);  // before the push: `t` may live in the cache
+  views.push_back({shape, inverse, std::move(view)});
+  return &views.back().view;
 }
 
 }  // namespace kiln::detail

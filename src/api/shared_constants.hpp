@@ -10,9 +10,13 @@
 
 namespace kiln::detail {
 
+// Both return references into this thread's cache rather than copies: copying a handle costs an
+// atomic increment and decrement, a noticeable part of building a tiny op. A reference is valid
+// until the next call of either function on this thread; callers copy what they keep.
+
 // A 0-d leaf holding `value`, shared by every scalar operand of that value and type.
-Tensor shared_constant(Scalar value);
-// `t` broadcast to `shape`, shared, when `t` is a shared constant; else an undefined tensor.
-Tensor shared_broadcast(const Tensor& t, const Shape& shape, bool inverse);
+const Tensor& shared_constant(Scalar value);
+// `t` broadcast to `shape`, shared, when `t` is a shared constant; else null.
+const Tensor* shared_broadcast(const Tensor& t, const Shape& shape, bool inverse);
 
 }  // namespace kiln::detail

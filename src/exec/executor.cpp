@@ -1,5 +1,6 @@
 #include "kiln/executor.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
@@ -24,6 +25,23 @@ std::shared_ptr<Executor>& executor_slot() {
   static std::shared_ptr<Executor> current = default_executor();
   return current;
 }
+
+// Counts set_executor calls, so that each thread can keep its own copy of the current executor
+// and take the lock (and copy the handle, two atomic read-modify-writes) only after a change.
+std::atomic<std::uint64_t> executor_version{1};
+
+// The current executor for an evaluation on this thread. The thread's copy keeps it alive while
+// it runs, even if another thread replaces it meanwhile.
+Executor& executor_for_evaluation() {
+  thread_local std::shared_ptr<Executor> copy;
+  thread_local std::uint64_t copied_version = 0;
+  const std::uint64_t version = executor_version.load(std::memory_order_acquire);
+  if (version != copied_version) {
+    copy = current_executor();
+    copied_version = version;
+  }
+  return *copy;
+}
 }  // namespace
 
 std::shared_ptr<Executor> current_executor() {
@@ -34,6 +52,7 @@ std::shared_ptr<Executor> current_executor() {
 void set_executor(std::shared_ptr<Executor> executor) {
   std::lock_guard lock(executor_mutex());
   executor_slot() = executor ? std::move(executor) : default_executor();
+  executor_version.fetch_add(1, std::memory_order_release);
 }
 
 int num_threads() { return detail::thread_count(); }
@@ -45,7 +64,7 @@ void evaluate(std::span<Node* const> nodes) {
   // Results are cached in shared nodes, so evaluations are serialised.
   static std::mutex evaluation_mutex;
   std::lock_guard lock(evaluation_mutex);
-  current_executor()->execute(nodes);
+  executor_for_evaluation().execute(nodes);
   // An evaluated node that no gradient can pass through becomes a leaf holding its values, and
   // the graph below it is released (Flint's fOptimizeMemory, which its C++ API applies after
   // every execution): `x = x + y; x.eval();` in a loop then keeps one node alive, not a chain.

@@ -89,6 +89,19 @@ struct Code final : PreparedKernel {
   int result = -1;  // register
 };
 
+// A tag that no binding on any thread has had before. Each thread takes blocks of 2^32 tags from
+// a shared counter, so a binding costs no atomic read-modify-write (which costs as much as
+// binding a tiny kernel does otherwise).
+std::uint64_t new_binding_tag() {
+  static std::atomic<std::uint64_t> blocks{1};  // tag 0 stays unused: "filled by nothing"
+  thread_local std::uint64_t next = 0, end = 0;
+  if (next == end) {
+    next = blocks.fetch_add(1) << 32;
+    end = next + (std::uint64_t{1} << 32);
+  }
+  return next++;
+}
+
 // A Code bound to the buffers of one evaluation.
 struct Program {
   const Code* code = nullptr;
@@ -110,15 +123,14 @@ struct Program {
   Program(const Code& c, const GraphStructure& structure, std::int64_t positions)
       : code(&c), fill(std::min(kChunk, positions)) {
     use.assign(c.loads.size(), 0);
-    static std::atomic<std::uint64_t> bindings{0};
-    tag = ++bindings;
+    tag = new_binding_tag();
     sources.reserve(c.loads.size());
     const std::vector<Node*>& nodes = structure.nodes();
     for (std::size_t i = 0; i < c.loads.size(); ++i) {
       const Load& l = c.loads[i];
       const Buffer& buffer = *nodes[l.node]->result;
       if (buffer.bytes() >= kPrefetchFrom) use[i] = kPrefetch;
-      if (l.through < 0 || l.layer) sources.emplace_back(buffer, l.layer);
+      if (l.through < 0 || l.layer) sources.emplace_back(buffer, l.layer.get());
       else sources.emplace_back(buffer, &nodes[l.through]->view);
     }
   }

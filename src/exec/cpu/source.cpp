@@ -71,7 +71,8 @@ Source::Source(const Buffer& base, const ViewMap* view) : base_(&base), buffer_(
   // Each lower layer is copied out in turn; the top layer is then read directly.
   const Buffer* current = &base;
   for (std::size_t k = 0; k + 1 < layers.size(); ++k) {
-    layer_ = std::make_shared<const ViewLayer>(coalesced(layers[k]));
+    owned_ = std::make_shared<const ViewLayer>(coalesced(layers[k]));
+    layer_ = owned_.get();
     row_major_ = false;
     buffer_ = current;
     auto next = std::make_shared<Buffer>(base.dtype(), shape_numel(layer_->shape));
@@ -80,12 +81,13 @@ Source::Source(const Buffer& base, const ViewMap* view) : base_(&base), buffer_(
     current = staged_.get();
   }
   buffer_ = current;
-  layer_ = std::make_shared<const ViewLayer>(coalesced(layers.back()));
+  owned_ = std::make_shared<const ViewLayer>(coalesced(layers.back()));
+  layer_ = owned_.get();
   read_in_order_if_possible();
 }
 
-Source::Source(const Buffer& base, std::shared_ptr<const ViewLayer> layer)
-    : base_(&base), buffer_(&base), layer_(std::move(layer)) {
+Source::Source(const Buffer& base, const ViewLayer* layer)
+    : base_(&base), buffer_(&base), layer_(layer) {
   if (layer_) read_in_order_if_possible();
 }
 

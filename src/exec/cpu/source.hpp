@@ -18,10 +18,11 @@ class Source {
  public:
   Source(const Buffer& base, const ViewMap* view);
   // A source whose map is one strided layer prepared before (the same for every graph of a
-  // structure): nothing is computed or allocated here.
-  Source(const Buffer& base, std::shared_ptr<const ViewLayer> layer);
+  // structure; null: the buffer as it is), which outlives the source: nothing is computed,
+  // allocated or counted here.
+  Source(const Buffer& base, const ViewLayer* layer);
   // The prepared layer, for the constructor above, when the map needed no staging.
-  std::shared_ptr<const ViewLayer> prepared_layer() const { return staged_ ? nullptr : layer_; }
+  std::shared_ptr<const ViewLayer> prepared_layer() const { return staged_ ? nullptr : owned_; }
 
   DType dtype() const { return buffer_->dtype(); }
   // The buffer the source reads (before any staging of lower view layers).
@@ -49,7 +50,8 @@ class Source {
   std::shared_ptr<Buffer> staged_;  // owns the materialised lower layers, when there are any
   bool row_major_ = true;
   std::int64_t offset_ = 0;  // where row-major reads start in the buffer
-  std::shared_ptr<const ViewLayer> layer_;  // null for a buffer read as it is
+  std::shared_ptr<const ViewLayer> owned_;  // the layer, when this source made it
+  const ViewLayer* layer_ = nullptr;        // null for a buffer read as it is
 
   void read_in_order_if_possible();
 };
