@@ -1551,6 +1551,39 @@ TEST(ExecutorKernels, MaxPool2x2RowsAgreeWithReference) {
   }
 }
 
+TEST(ExecutorKernels, ConvolutionsAgreeWithReference) {
+  // oneDNN computes convolutions in channel blocks of 16 (AVX-512) or 8 (AVX2), which kiln's own
+  // loops transpose back to planes: channel counts that fill blocks, leave a padded last block
+  // or stay below one block; image sizes with a tail of positions; several images; and the
+  // gradients, whose input-side result is blocked too when the input has enough channels.
+  ExecutorGuard guard;
+  struct Case {
+    std::int64_t n, c, h, w, o;
+  };
+  for (const Case& p : {Case{2, 16, 9, 11, 16}, Case{3, 3, 8, 8, 20}, Case{1, 24, 5, 7, 33},
+                        Case{2, 8, 12, 12, 8}, Case{1, 32, 6, 6, 3}}) {
+    SCOPED_TRACE("n " + std::to_string(p.n) + " c " + std::to_string(p.c) + " o " +
+                 std::to_string(p.o));
+    std::vector<double> got[2];
+    for (int e = 0; e < 2; ++e) {
+      kiln::set_executor(executors()[e].second);
+      Tensor x = kiln::uniform({p.n, p.c, p.h, p.w}, 31, DType::f32);
+      Tensor w = kiln::uniform({p.o, p.c, 3, 3}, 32, DType::f32);
+      const Tensor upstream = kiln::uniform({p.n, p.o, p.h, p.w}, 33, DType::f32);
+      x.watch();
+      w.watch();
+      kiln::GradientContext ctx;
+      kiln::Conv2dOptions options;
+      options.padding = {1, 1};
+      const Tensor y = kiln::conv2d(x, w, Tensor(), options);
+      const std::vector<Tensor> grads = kiln::gradients(kiln::sum(y * upstream), {x, w});
+      for (const Tensor& t : {y, grads[0], grads[1]})
+        for (double v : t.to_vector<double>()) got[e].push_back(v);
+    }
+    expect_agree(got[0], got[1], 1e-5);
+  }
+}
+
 TEST(ExecutorKernels, RowMaxMinAndSoftmaxSeeNaNAnywhere) {
   // Row lengths around the 32 lanes of the vectorised row extremes; one NaN at a time in each
   // part of the row (first lanes, main loop, tail), and rows without NaN.

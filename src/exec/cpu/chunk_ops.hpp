@@ -33,6 +33,10 @@ struct FloatLoops {
                                float* d1, std::int64_t ow);
   // softmax (log: log_softmax) of one row.
   void (*softmax_row_f32)(const float* in, float* out, std::int64_t n, bool log);
+  // One block of `channels` <= `block` channels of an image in oneDNN's channel-blocked layout
+  // ([positions][block], unused channels padding each block) to planes ([channels][positions]).
+  void (*unblock_channels_f32)(const float* blocked, float* planes, std::int64_t channels,
+                               std::int64_t positions, std::int64_t block);
 };
 
 // The loops for the best instruction set this machine has (KILN_ISA=generic|avx2|avx512

@@ -107,6 +107,37 @@ memory as_layout(dnnl::stream& stream, const memory::desc& want, const memory::d
   return converted;
 }
 
+// 16 or 8 when `desc` is `dims` (4-d) with dimension 1 in blocks of that many (oneDNN's nChw16c
+// and nChw8c, which its direct convolutions prefer), else 0.
+std::int64_t channel_block(const memory::desc& desc, const memory::dims& dims) {
+  const auto blocked = [&](memory::format_tag tag) {
+    return desc == memory::desc(dims, memory::data_type::f32, tag);
+  };
+  if (dims.size() != 4) return 0;
+  if (blocked(memory::format_tag::nChw16c)) return 16;
+  if (blocked(memory::format_tag::nChw8c)) return 8;
+  return 0;
+}
+
+// Channel-blocked data (see channel_block) to plain NCHW: a transpose of each block, vectorised,
+// over the threads. oneDNN's own reorder takes longer than the convolution that produced the
+// data ([32,16,64,64]: 0.93 ms against 0.68 ms on one thread).
+void unblock_channels(const float* blocked, float* planes, const memory::dims& dims,
+                      std::int64_t block) {
+  const std::int64_t images = dims[0], channels = dims[1], positions = dims[2] * dims[3];
+  const std::int64_t blocks = (channels + block - 1) / block;
+  parallel_for(images * blocks, grain_for(positions * block), [&](std::int64_t begin,
+                                                                    std::int64_t end) {
+    const FloatLoops& loops = float_loops();
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t image = i / blocks, first = i % blocks * block;
+      loops.unblock_channels_f32(blocked + i * positions * block,
+                                 planes + (image * channels + first) * positions,
+                                 std::min(block, channels - first), positions, block);
+    }
+  });
+}
+
 bool run_conv(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;
   if (n.dtype != DType::f32) return false;
@@ -131,7 +162,14 @@ bool run_conv(const Kernel& k, Buffer& out) {
     memory result = out_want == out_plain ? user : scratch(out_want, keep);
     args.insert({out_arg, result});
     prim.execute(stream, args);
-    if (!(out_want == out_plain)) dnnl::reorder(result, user).execute(stream, result, user);
+    if (out_want == out_plain) return;
+    if (const std::int64_t block = channel_block(out_want, out_plain.dims())) {
+      stream.wait();
+      unblock_channels(static_cast<const float*>(result.get_data_handle()),
+                       static_cast<float*>(out.data()), out_plain.dims(), block);
+    } else {
+      dnnl::reorder(result, user).execute(stream, result, user);
+    }
   };
   switch (n.op) {
     case Op::conv2d:
