@@ -37,6 +37,9 @@ struct FloatLoops {
   // ([positions][block], unused channels padding each block) to planes ([channels][positions]).
   void (*unblock_channels_f32)(const float* blocked, float* planes, std::int64_t channels,
                                std::int64_t positions, std::int64_t block);
+  // The reverse: planes to one block, the channels past `channels` zero.
+  void (*block_channels_f32)(const float* planes, float* blocked, std::int64_t channels,
+                             std::int64_t positions, std::int64_t block);
 };
 
 // The loops for the best instruction set this machine has (KILN_ISA=generic|avx2|avx512

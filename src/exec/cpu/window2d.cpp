@@ -97,16 +97,6 @@ memory scratch(const memory::desc& desc, std::vector<std::shared_ptr<Buffer>>& k
   return memory(desc, engine(), keep.back()->data());
 }
 
-// User data in a plain layout, seen in the layout a primitive wants (reordered when they differ).
-memory as_layout(dnnl::stream& stream, const memory::desc& want, const memory::desc& plain_desc,
-                 const float* data, std::vector<std::shared_ptr<Buffer>>& keep) {
-  memory user(plain_desc, engine(), const_cast<float*>(data));
-  if (want == plain_desc) return user;
-  memory converted = scratch(want, keep);
-  dnnl::reorder(user, converted).execute(stream, user, converted);
-  return converted;
-}
-
 // 16 or 8 when `desc` is `dims` (4-d) with dimension 1 in blocks of that many (oneDNN's nChw16c
 // and nChw8c, which its direct convolutions prefer), else 0.
 std::int64_t channel_block(const memory::desc& desc, const memory::dims& dims) {
@@ -136,6 +126,38 @@ void unblock_channels(const float* blocked, float* planes, const memory::dims& d
                                  std::min(block, channels - first), positions, block);
     }
   });
+}
+
+// Plain NCHW data to channel blocks (see channel_block), the padding channels zero.
+void block_channels(const float* planes, float* blocked, const memory::dims& dims,
+                    std::int64_t block) {
+  const std::int64_t images = dims[0], channels = dims[1], positions = dims[2] * dims[3];
+  const std::int64_t blocks = (channels + block - 1) / block;
+  parallel_for(images * blocks, grain_for(positions * block), [&](std::int64_t begin,
+                                                                    std::int64_t end) {
+    const FloatLoops& loops = float_loops();
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t image = i / blocks, first = i % blocks * block;
+      loops.block_channels_f32(planes + (image * channels + first) * positions,
+                               blocked + i * positions * block,
+                               std::min(block, channels - first), positions, block);
+    }
+  });
+}
+
+// User data in a plain layout, seen in the layout a primitive wants (converted when they differ:
+// by block_channels for channel blocks, else by a oneDNN reorder).
+memory as_layout(dnnl::stream& stream, const memory::desc& want, const memory::desc& plain_desc,
+                 const float* data, std::vector<std::shared_ptr<Buffer>>& keep) {
+  memory user(plain_desc, engine(), const_cast<float*>(data));
+  if (want == plain_desc) return user;
+  memory converted = scratch(want, keep);
+  if (const std::int64_t block = channel_block(want, plain_desc.dims()))
+    block_channels(data, static_cast<float*>(converted.get_data_handle()), plain_desc.dims(),
+                   block);
+  else
+    dnnl::reorder(user, converted).execute(stream, user, converted);
+  return converted;
 }
 
 bool run_conv(const Kernel& k, Buffer& out) {
