@@ -512,9 +512,11 @@ bool row_steps(const Program& p, std::int64_t row, std::int64_t* steps) {
 // `rows` whole rows of `row` values of a program that loads its rows in place (`at`, advancing
 // by `steps` bytes per row), calls float loops directly in every step and stores only its
 // result (to `out`): run_chunk without its per-chunk decisions, which cost a tenth of a
-// [1000,1000] + [1000] add.
-void run_direct_rows(const Program& p, Registers& r, const void** at, const std::int64_t* steps,
-                     std::int64_t rows, std::int64_t row, std::byte* out) {
+// [1000,1000] + [1000] add. Kept out of interprocedural optimisation, as run_chunk is: inlined
+// into its caller, it looked this thread's registers up again (__tls_get_addr) for every row.
+[[gnu::noipa]] void run_direct_rows(const Program& p, Registers& r, const void** at,
+                                    const std::int64_t* steps, std::int64_t rows,
+                                    std::int64_t row, std::byte* out) {
   const Code& code = *p.code;
   const FloatLoops& loops = float_loops();
   r.prepare(static_cast<std::size_t>(code.registers));
