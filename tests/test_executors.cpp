@@ -1696,6 +1696,36 @@ TEST(ExecutorKernels, WholeRowKernelsAgreeWithReference) {
   }
 }
 
+TEST(ExecutorKernels, StreamingKernelsAgreeWithReference) {
+  // Sources of 8 MiB or more are streamed: shorter chunks, each prefetching a later one. A length
+  // that leaves a partial last chunk, an operand broadcast down the columns (read through a view,
+  // not in place), a kernel that also stores an intermediate, and 1 and 2 threads.
+  ExecutorGuard guard;
+  const std::int64_t rows = 2101, cols = 1001;  // over 8 MiB of f32; rows too long for row kernels
+  const Tensor a = kiln::uniform({rows, cols}, 41, DType::f32).eval();
+  const Tensor b = kiln::uniform({rows, cols}, 42, DType::f32).eval();
+  const Tensor column = kiln::uniform({rows, 1}, 43, DType::f32).eval();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    kiln::set_num_threads(threads);
+    std::vector<double> got[2];
+    for (int e = 0; e < 2; ++e) {
+      kiln::set_executor(executors()[e].second);
+      std::vector<Tensor> results;
+      results.push_back(kiln::exp(kiln::sin(a) * b + 0.25f) / 2.0f);
+      results.push_back(a * column - b);
+      Tensor shared = a + b;
+      Tensor after = kiln::sqrt(shared) * 3.0f;
+      kiln::eval_all({shared, after});
+      results.push_back(shared);
+      results.push_back(after);
+      for (const Tensor& r : results)
+        for (double v : r.convert(DType::f64).to_vector<double>()) got[e].push_back(v);
+    }
+    expect_agree(got[0], got[1], 1e-5);
+  }
+}
+
 TEST(ExecutorKernels, ColumnAndLongRowReductionsAgreeWithReference) {
   // Column reductions read row after row; with fewer column blocks than threads the rows are
   // split into parts combined at the end (2 threads here). Long contiguous rows are summed in
