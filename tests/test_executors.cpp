@@ -1634,6 +1634,24 @@ TEST(ExecutorKernels, SoftmaxOfInfiniteRowsAgreesWithReference) {
   }
 }
 
+TEST(ExecutorKernels, SoftmaxRowsOfEveryTailLengthAgreeWithReference) {
+  // The vector loops end each row with one padded vector: every remainder modulo 8 and 16.
+  ExecutorGuard guard;
+  for (std::int64_t len = 1; len <= 40; ++len) {
+    SCOPED_TRACE("row length " + std::to_string(len));
+    const Tensor a = (kiln::uniform({3, len}, 51, DType::f32) * 20.0f - 10.0f).eval();
+    std::vector<double> got[2];
+    for (int e = 0; e < 2; ++e) {
+      kiln::set_executor(executors()[e].second);
+      for (const Tensor& r : {kiln::softmax(a, -1), kiln::log_softmax(a, -1)}) {
+        const auto v = r.to_vector<double>();
+        got[e].insert(got[e].end(), v.begin(), v.end());
+      }
+    }
+    expect_agree(got[0], got[1], 1e-6);
+  }
+}
+
 TEST(ExecutorKernels, LongRowsReadInPlaceAgreeWithReference) {
   // Rows of half a chunk or more are chunks of their own, and operands whose rows are one
   // contiguous run (a broadcast row, a slice of columns) are read in place.
