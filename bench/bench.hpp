@@ -32,6 +32,7 @@ struct Workload {
   Kind kind;
   std::vector<Dims> inputs;  // shapes of the f32 inputs
   double bytes = 0;          // bytes a memory-bound run must move (0: not memory-bound)
+  double flops = 0;          // arithmetic of a compute-bound run (0: not compute-bound)
   int ops = 0;               // > 0: report microseconds per op over this many ops
   bool uses_blas = false;    // libtorch calls BLAS here: also try OpenBLAS on 1 thread
 };

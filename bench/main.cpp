@@ -1,7 +1,8 @@
 // kiln_bench: kiln against libtorch (when it is installed) on the workloads of issue 6, at 1 and
 // 2 threads. Prints one Markdown table: medians of repeated runs after warm-up, the ratio
 // libtorch/kiln (above 1: kiln is faster) and, for memory-bound workloads, the time the bytes
-// they move take at the bandwidth measured at the start of the same run.
+// they move take at the bandwidth measured at the start of the same run; for matmul and
+// convolution, the time their multiply-adds take at the FMA peak measured there too.
 //
 //   kiln_bench [--quick] [--filter <substring>]
 #include <kiln/kiln.hpp>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "bandwidth.hpp"
+#include "fma_peak.hpp"
 #include "bench.hpp"
 #include "table.hpp"
 #include "timing.hpp"
@@ -110,6 +112,12 @@ int main(int argc, char** argv) {
     std::printf("stream bandwidth (read + write), %d thread%s: %.1f GB/s\n", n, n > 1 ? "s" : "",
                 bandwidth[n] / 1e9);
   }
+  double peak[3] = {0, 0, 0};
+  for (int n : thread_counts) {
+    peak[n] = bench::fma_peak_flops(n, opt.quick);
+    std::printf("FMA peak (%s, f32), %d thread%s: %.0f GFLOP/s\n", bench::fma_peak_isa(), n,
+                n > 1 ? "s" : "", peak[n] / 1e9);
+  }
   if (bandwidth[2] < 1.3 * bandwidth[1])
     std::cout << "warning: 2 threads stream no faster than 1; the second core seems busy or "
                  "throttled, so the 2-thread rows are not meaningful in this run\n";
@@ -129,6 +137,7 @@ int main(int argc, char** argv) {
       row.threads = n;
       row.ops = w.ops;
       if (w.bytes > 0) row.bound_s = w.bytes / bandwidth[n];
+      if (w.flops > 0) row.fma_bound_s = w.flops / peak[n];
       kiln::set_num_threads(n);
 #ifdef KILN_BENCH_HAVE_TORCH
       const auto configs = bench::torch_configs(n, w.uses_blas);

@@ -46,7 +46,7 @@ namespace {
 const std::vector<Column> kColumns{
     {"workload", 38},      {"threads", 7},     {"kiln ms", 11},
     {"libtorch ms", 11},   {"ratio (libtorch/kiln)", 21},
-    {"memory bound ms", 15}, {"kiln/bound", 10}, {"libtorch config", 15},
+    {"memory bound ms", 15}, {"FMA bound ms", 12}, {"kiln/bound", 10}, {"libtorch config", 15},
     {"check vs libtorch", 17}};
 
 std::string time_cell(double seconds, int ops) {
@@ -60,11 +60,13 @@ std::string time_cell(double seconds, int ops) {
 void print_header(std::ostream& os) { print_header(os, kColumns); }
 
 void print_row(std::ostream& os, const Row& r) {
+  const double bound = r.bound_s >= 0 ? r.bound_s : r.fma_bound_s;
   print_cells(os, kColumns,
               {r.workload, std::to_string(r.threads), time_cell(r.kiln_s, r.ops),
                time_cell(r.torch_s, r.ops), ratio_cell(r.torch_s, r.kiln_s),
                r.bound_s < 0 ? "-" : number(r.bound_s * 1e3),
-               r.bound_s < 0 ? "-" : ratio_cell(r.kiln_s, r.bound_s),
+               r.fma_bound_s < 0 ? "-" : number(r.fma_bound_s * 1e3),
+               bound < 0 ? "-" : ratio_cell(r.kiln_s, bound),
                r.torch_config.empty() ? "n/a" : r.torch_config,
                r.check.empty() ? "n/a" : r.check});
 }

@@ -32,6 +32,7 @@ struct Row {
   double kiln_s = -1;          // seconds per run; < 0: not measured
   double torch_s = -1;
   double bound_s = -1;         // memory-bound time; < 0: not a memory-bound workload
+  double fma_bound_s = -1;     // time at the FMA peak; < 0: not a compute-bound workload
   std::string torch_config;    // libtorch's fastest configuration
   std::string check;           // kiln's result against libtorch's
 };

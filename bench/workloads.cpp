@@ -16,11 +16,12 @@ double count(const Dims& d) {
 }
 
 Workload memory_bound(std::string name, Kind kind, std::vector<Dims> inputs, double bytes) {
-  return Workload{std::move(name), kind, std::move(inputs), bytes, 0, false};
+  return Workload{std::move(name), kind, std::move(inputs), bytes, 0, 0, false};
 }
 
-Workload compute_bound(std::string name, Kind kind, std::vector<Dims> inputs) {
-  return Workload{std::move(name), kind, std::move(inputs), 0, 0, true};
+// `flops`: two per multiply-add.
+Workload compute_bound(std::string name, Kind kind, std::vector<Dims> inputs, double flops) {
+  return Workload{std::move(name), kind, std::move(inputs), 0, flops, 0, true};
 }
 
 }  // namespace
@@ -43,14 +44,17 @@ std::vector<Workload> all_workloads() {
   w.push_back(memory_bound("sum [4096,4096] all", Kind::sum_all, {big}, count(big) * kF32));
   for (std::int64_t n : {256, 512, 1024, 2048}) {
     const std::string s = std::to_string(n);
-    w.push_back(compute_bound("matmul " + s + "x" + s, Kind::matmul, {{n, n}, {n, n}}));
+    const double d = static_cast<double>(n);
+    w.push_back(
+        compute_bound("matmul " + s + "x" + s, Kind::matmul, {{n, n}, {n, n}}, 2 * d * d * d));
   }
   w.push_back(compute_bound("matmul [64,128,128]@[64,128,128]", Kind::matmul,
-                            {{64, 128, 128}, {64, 128, 128}}));
+                            {{64, 128, 128}, {64, 128, 128}}, 64 * 2 * 128.0 * 128 * 128));
+  // Outputs (padding 1 keeps the image size) times input channels times the 3x3 window.
   w.push_back(compute_bound("conv2d [8,64,56,56]*[64,64,3,3] pad 1", Kind::conv2d,
-                            {{8, 64, 56, 56}, {64, 64, 3, 3}}));
+                            {{8, 64, 56, 56}, {64, 64, 3, 3}}, 2 * (8 * 64 * 56 * 56.0) * 64 * 9));
   w.push_back(compute_bound("conv2d [32,3,64,64]*[16,3,3,3] pad 1", Kind::conv2d,
-                            {{32, 3, 64, 64}, {16, 3, 3, 3}}));
+                            {{32, 3, 64, 64}, {16, 3, 3, 3}}, 2 * (32 * 16 * 64 * 64.0) * 3 * 9));
   // Rows of 4 KB stay in L1 between the passes: one read and one write.
   const Dims logits{4096, 1000};
   w.push_back(memory_bound("softmax [4096,1000]", Kind::softmax, {logits},
@@ -60,14 +64,14 @@ std::vector<Workload> all_workloads() {
   const Dims image{32, 16, 62, 62};
   w.push_back(memory_bound("max_pool2d 2x2 [32,16,62,62]", Kind::max_pool2d, {image},
                            1.25 * count(image) * kF32));
-  w.push_back(Workload{"10k x=x+1 on [4], one eval (us/op)", Kind::op_chain_lazy, {{4}}, 0,
+  w.push_back(Workload{"10k x=x+1 on [4], one eval (us/op)", Kind::op_chain_lazy, {{4}}, 0, 0,
                        10'000, false});
-  w.push_back(Workload{"10k x=x+1 on [4], eval each (us/op)", Kind::op_chain_eager, {{4}}, 0,
+  w.push_back(Workload{"10k x=x+1 on [4], eval each (us/op)", Kind::op_chain_eager, {{4}}, 0, 0,
                        10'000, false});
   // Inputs x [32,64], then w1 [64,64], b1 [64], w2 [64,10], b2 [10]: the cost of a step is almost
   // all per-op overhead (graph building, differentiation, scheduling), not arithmetic.
   w.push_back(Workload{"MLP step 32x64-64-10, SGD (us/step)", Kind::mlp_step,
-                       {{32, 64}, {64, 64}, {64}, {64, 10}, {10}}, 0, 1, false});
+                       {{32, 64}, {64, 64}, {64}, {64, 10}, {10}}, 0, 0, 1, false});
   return w;
 }
 
