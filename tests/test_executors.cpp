@@ -1715,12 +1715,13 @@ TEST(ExecutorKernels, WholeRowKernelsAgreeWithReference) {
 }
 
 TEST(ExecutorKernels, StreamingKernelsAgreeWithReference) {
-  // Sources of 8 MiB or more are streamed: shorter chunks, each prefetching a later one. A length
-  // that leaves a partial last chunk, an operand broadcast down the columns (read through a view,
-  // not in place), a kernel that also stores an intermediate, reductions of rows and of
-  // everything (split over the threads) with the producers fused in, and 1 and 2 threads.
+  // Sources of 8 MiB or more are streamed: shorter chunks, each prefetching a later one; rows of
+  // half a chunk or more (1001 values) in pieces. A length that leaves a partial last piece, an
+  // operand broadcast down the columns (read through a view, not in place, so not by rows), a
+  // kernel that also stores an intermediate, reductions of rows and of everything (split over
+  // the threads) with the producers fused in, and 1 and 2 threads.
   ExecutorGuard guard;
-  const std::int64_t rows = 2101, cols = 1001;  // over 8 MiB of f32; rows too long for row kernels
+  const std::int64_t rows = 2101, cols = 1001;  // over 8 MiB of f32
   const Tensor a = kiln::uniform({rows, cols}, 41, DType::f32).eval();
   const Tensor b = kiln::uniform({rows, cols}, 42, DType::f32).eval();
   const Tensor column = kiln::uniform({rows, 1}, 43, DType::f32).eval();

@@ -613,6 +613,8 @@ void run_elementwise(const Kernel& k, const Code& code, const GraphStructure& st
         std::all_of(code.code.begin(), code.code.end(), [](const Instruction& ins) {
           return ins.load >= 0 || ins.step.direct != Step::Direct::none;
         });
+    const std::int64_t pieces = (row + chunk_for(p) - 1) / chunk_for(p);
+    const std::int64_t piece = (row + pieces - 1) / pieces;
     parallel_for(chunks, grain_for(chunk), [&](std::int64_t begin, std::int64_t end) {
       Registers& r = thread_registers();
       const void* at[kMaxRowLoads] = {};
@@ -626,7 +628,21 @@ void run_elementwise(const Kernel& k, const Code& code, const GraphStructure& st
         if (c > begin)
           for (std::size_t i = 0; i < loads; ++i)
             if (steps[i] != 0) at[i] = static_cast<const std::byte*>(at[i]) + steps[i];
-        run_chunk(p, r, c * row, row, out_bytes + c * row * width, &stored, at);
+        if (pieces == 1) {
+          run_chunk(p, r, c * row, row, out_bytes + c * row * width, &stored, at);
+          continue;
+        }
+        // A streaming kernel takes its rows in pieces (see kStreamChunk); every load's row is
+        // one contiguous run, so a piece's values are `from` values further on.
+        for (std::int64_t from = 0; from < row; from += piece) {
+          const void* piece_at[kMaxRowLoads] = {};
+          for (std::size_t i = 0; i < loads; ++i)
+            if (at[i] != nullptr)
+              piece_at[i] = static_cast<const std::byte*>(at[i]) +
+                            from * static_cast<std::int64_t>(size_of(code.loads[i].type));
+          run_chunk(p, r, c * row + from, std::min(piece, row - from),
+                    out_bytes + (c * row + from) * width, &stored, piece_at);
+        }
       }
     });
   } else {
