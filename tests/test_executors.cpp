@@ -1718,8 +1718,8 @@ TEST(ExecutorKernels, StreamingKernelsAgreeWithReference) {
   // Sources of 8 MiB or more are streamed: shorter chunks, each prefetching a later one; rows of
   // half a chunk or more (1001 values) in pieces. A length that leaves a partial last piece, an
   // operand broadcast down the columns (read through a view, not in place, so not by rows), a
-  // kernel that also stores an intermediate, reductions of rows and of everything (split over
-  // the threads) with the producers fused in, and 1 and 2 threads.
+  // kernel that also stores an intermediate, reductions of rows, of columns and of everything
+  // (split over the threads) with the producers fused in, and 1 and 2 threads.
   ExecutorGuard guard;
   const std::int64_t rows = 2101, cols = 1001;  // over 8 MiB of f32
   const Tensor a = kiln::uniform({rows, cols}, 41, DType::f32).eval();
@@ -1735,6 +1735,7 @@ TEST(ExecutorKernels, StreamingKernelsAgreeWithReference) {
       results.push_back(kiln::exp(kiln::sin(a) * b + 0.25f) / 2.0f);
       results.push_back(a * column - b);
       results.push_back(kiln::sum(kiln::exp(kiln::sin(a) * b), {1}));
+      results.push_back(kiln::sum(kiln::exp(kiln::sin(a) * b), {0}));
       results.push_back(kiln::max(a * b - column, {1}));
       results.push_back(kiln::sum(a * b) / 1e4f);
       Tensor shared = a + b;

@@ -915,6 +915,7 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
           dst = acc.template result<O>(reduced);
         }
       };
+      const std::int64_t step = producer.program ? chunk_for(*producer.program) : kChunk;
       parallel_for(blocks * parts, grain_for(reduced / parts * width),
                    [&](std::int64_t begin, std::int64_t end) {
         std::vector<T> chunk(kChunk);
@@ -956,8 +957,8 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
             }
           }
           for (; r < last; ++r) {
-            for (std::int64_t c = 0; c < n; c += kChunk) {
-              const std::int64_t m = std::min(kChunk, n - c);
+            for (std::int64_t c = 0; c < n; c += step) {
+              const std::int64_t m = std::min(step, n - c);
               const T* v =
                   producer.values<T>((row * reduced + r) * inner + c0 + c, m, chunk.data());
               if constexpr (std::is_same_v<T, float>) {
