@@ -95,8 +95,8 @@ double fma_peak_flops(int threads, bool quick) {
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] { sink[static_cast<std::size_t>(t)] = isa().loop(iterations); });
     for (auto& th : pool) th.join();
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    best = std::min(best, took.count());
   }
   // The sums depend on every FMA; reading them keeps the loops from being optimised away.
   volatile float keep = 0;

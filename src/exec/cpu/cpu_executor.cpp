@@ -410,8 +410,8 @@ void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
 // Asks for the memory of the chunk kPrefetchAhead chunks after this one (`bytes` at `at`) of a
 // source read in place, so that its loads overlap the arithmetic until then: the hardware
 // prefetchers alone stay too close behind a kernel that computes a while on each chunk (10% to
-// 15% of the time of exp(sin(a)*b+c)/2 over 10M values). Prefetches never fault, so the addresses may run past the
-// buffer; they are formed as integers.
+// 15% of the time of exp(sin(a)*b+c)/2 over 10M values). Prefetches never fault, so the
+// addresses may run past the buffer; they are formed as integers.
 inline void prefetch_next(const void* at, std::int64_t bytes) {
   const std::uintptr_t from =
       reinterpret_cast<std::uintptr_t>(at) + kPrefetchAhead * static_cast<std::uintptr_t>(bytes);
