@@ -613,7 +613,8 @@ void run_elementwise(const Kernel& k, const Code& code, const GraphStructure& st
         std::all_of(code.code.begin(), code.code.end(), [](const Instruction& ins) {
           return ins.load >= 0 || ins.step.direct != Step::Direct::none;
         });
-    const std::int64_t pieces = (row + chunk_for(p) - 1) / chunk_for(p);
+    const std::int64_t longest = chunk_for(p);
+    const std::int64_t pieces = (row + longest - 1) / longest;
     const std::int64_t piece = (row + pieces - 1) / pieces;
     parallel_for(chunks, grain_for(chunk), [&](std::int64_t begin, std::int64_t end) {
       Registers& r = thread_registers();
