@@ -1026,6 +1026,54 @@ TEST(ExecutorDifferential, MatmulOperandLayoutsAgree) {
   }
 }
 
+// Stacks of products that the CPU executor spreads over its threads (whole products per
+// thread) or runs one after another, at 1 and 2 threads: f32 through oneDNN and OpenBLAS, f64
+// through OpenBLAS, with transposed and batch-broadcast operands and uneven shares.
+TEST(ExecutorMatmul, StacksOfProductsAgreeAtEveryThreadCount) {
+  ExecutorGuard guard;
+  struct Case {
+    Shape a, b;
+    DType dtype;
+    bool transpose_b;
+  };
+  const Case cases[] = {
+      {{8, 64, 64}, {8, 64, 64}, DType::f32, false},       // OpenBLAS products, spread
+      {{16, 96, 96}, {16, 96, 96}, DType::f32, true},      // oneDNN products, spread
+      {{9, 33, 70}, {9, 70, 40}, DType::f32, false},       // 9 products: uneven but many
+      {{3, 100, 120}, {3, 120, 90}, DType::f32, false},    // 3 products: each split instead
+      {{12, 40, 50}, {12, 50, 30}, DType::f64, true},      // OpenBLAS f64, spread
+      {{6, 1, 48, 64}, {1, 5, 64, 32}, DType::f32, false},  // a [6,5] batch from broadcasting
+  };
+  for (const Case& c : cases) {
+    auto build = [&] {
+      const Tensor a = (kiln::uniform(c.a, 7, c.dtype) - 0.5).convert(c.dtype);
+      Shape b_shape = c.b;
+      if (c.transpose_b) std::swap(b_shape[b_shape.size() - 1], b_shape[b_shape.size() - 2]);
+      Tensor b = (kiln::uniform(b_shape, 8, c.dtype) - 0.5).convert(c.dtype);
+      if (c.transpose_b) b = b.transpose(-1, -2);
+      return kiln::matmul(a, b);
+    };
+    kiln::set_executor(kiln::reference_executor());
+    const Values ref = read(build());
+    kiln::set_executor(kiln::cpu_executor());
+    for (int threads : {1, 2}) {
+      kiln::set_num_threads(threads);
+      // The product's buffer may be one the allocator hands out again: fill it with NaN first,
+      // so that a product left out cannot pass on an earlier run's values.
+      (kiln::uniform(ref.shape, 9, c.dtype) * std::numeric_limits<double>::quiet_NaN())
+          .convert(c.dtype)
+          .eval();
+      SCOPED_TRACE(::testing::Message() << "a " << shape_str(c.a) << ", b " << shape_str(c.b)
+                                        << ", " << threads << " threads");
+      // Operands in [-0.5, 0.5]: the sums of |products| are at most k / 4.
+      const double scale = static_cast<double>(c.a.back()) / 4;
+      const Tensor product = build();
+      ASSERT_EQ(product.dtype(), c.dtype);
+      EXPECT_EQ(compare(ref, read(product), false, scale, rtol_of(ref.dtype)), "");
+    }
+  }
+}
+
 // Found by RandomGraphsAgree: a matmul operand read through a view (here a batch broadcast)
 // whose matrix has a dimension of size 1, so that both of its strides are 1.
 TEST(ExecutorMatmul, SizeOneMatrixDimensionThroughAView) {

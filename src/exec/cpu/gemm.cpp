@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "exec/cpu/source.hpp"
+#include "exec/cpu/thread_pool.hpp"
 #include "exec/operand.hpp"
 #include "kiln/error.hpp"
 
@@ -87,6 +88,21 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, cons
   }
 }
 
+// Whether a stack of products runs as whole products spread over kiln's threads rather than one
+// after another, each split by the library over the threads. Small products split poorly: on the
+// 2-core machine of bench/RESULTS.md, [64,128,128]@[64,128,128] took 0.67 ms spread against
+// 0.91 ms split (kiln_bench), 64 products of 64x64 0.105 against 0.215 ms. Large products split
+// well, and an uneven share of a few products (3 on 2 threads) costs more than splitting each.
+// OpenBLAS (f64, small f32) runs its own threads above kSmallGemm, so f64 stacks are spread only
+// below that.
+bool spread_products(std::int64_t batches, std::int64_t product, bool f32) {
+  constexpr std::int64_t kSpreadProduct = std::int64_t{1} << 22;  // multiply-adds, 160^3
+  constexpr std::int64_t kSpreadTotal = std::int64_t{1} << 18;    // enough to wake the threads
+  const std::int64_t threads = thread_count();
+  return threads > 1 && batches >= threads && product <= (f32 ? kSpreadProduct : kSmallGemm) &&
+         batches * product >= kSpreadTotal && (batches % threads == 0 || batches >= 4 * threads);
+}
+
 }  // namespace
 
 bool matmul_with_library(const Node& root, const KernelInput& a_in, const KernelInput& b_in,
@@ -108,17 +124,23 @@ bool matmul_with_library(const Node& root, const KernelInput& a_in, const Kernel
         std::fill(c, c + out.numel(), T{0});
         return;
       }
-      for (std::int64_t bt = 0; bt < batches; ++bt) {
-        std::int64_t oa = a.offset, ob = b.offset, rest = bt;
-        for (std::size_t d = batch.size(); d-- > 0;) {
-          const std::int64_t i = rest % batch[d];
-          rest /= batch[d];
-          oa += i * a.batch_strides[d];
-          ob += i * b.batch_strides[d];
+      const auto products = [&](std::int64_t first, std::int64_t end) {
+        for (std::int64_t bt = first; bt < end; ++bt) {
+          std::int64_t oa = a.offset, ob = b.offset, rest = bt;
+          for (std::size_t d = batch.size(); d-- > 0;) {
+            const std::int64_t i = rest % batch[d];
+            rest /= batch[d];
+            oa += i * a.batch_strides[d];
+            ob += i * b.batch_strides[d];
+          }
+          gemm<T>(a.transposed, b.transposed, m, n, k, a.buffer->as<T>() + oa, a.ld,
+                  b.buffer->as<T>() + ob, b.ld, c + bt * m * n);
         }
-        gemm<T>(a.transposed, b.transposed, m, n, k, a.buffer->as<T>() + oa, a.ld,
-                b.buffer->as<T>() + ob, b.ld, c + bt * m * n);
-      }
+      };
+      if (spread_products(batches, m * n * k, std::is_same_v<T, float>))
+        parallel_for(batches, 1, products);  // inside the region the libraries use one thread
+      else
+        products(0, batches);
     }
   });
   return true;
