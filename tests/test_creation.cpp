@@ -316,6 +316,18 @@ TEST(Creation, HugeShapeIsOutOfMemory) {
               t.eval();
             }),
             ErrorCode::out_of_memory);
+  // 2^62 f32 and 2^61 f64 values: counts that fit, whose bytes (2^64) would wrap around to 0.
+  EXPECT_EQ(code_of([] {
+              auto t = kiln::ones({std::int64_t{1} << 31, std::int64_t{1} << 31}, DType::f32);
+              t.eval();
+            }),
+            ErrorCode::out_of_memory);
+  EXPECT_EQ(code_of([] {
+              auto t = kiln::uniform({std::int64_t{1} << 31, std::int64_t{1} << 30}, 1,
+                                     DType::f64);
+              t.eval();
+            }),
+            ErrorCode::out_of_memory);
   // 2^50 elements: no overflow of the element count, but far beyond any memory.
   EXPECT_EQ(code_of([] {
               auto t = kiln::ones({std::int64_t{1} << 25, std::int64_t{1} << 25});

@@ -398,6 +398,25 @@ TEST(Reduce, EmptyDimensionMinMaxArgThrow) {
   EXPECT_THROW({ kiln::argmin(e).eval(); }, kiln::Error);
 }
 
+// An empty tensor whose other dimensions multiply to far more than memory holds: every
+// reduction over a non-empty axis gives an empty result without touching (or tabulating) the
+// positions the other dimensions would have.
+TEST(Reduce, EmptyTensorWithHugeOtherDimensions) {
+  const std::int64_t huge = std::int64_t{1} << 40;
+  auto e = Tensor::from(F64{}, {huge, 1 << 20, 0, 2});
+  const Shape kept{huge, 1 << 20, 0};
+  const std::pair<Tensor, Shape> cases[] = {
+      {kiln::sum(e, {3}), kept},       {kiln::prod(e, {3}), kept},
+      {kiln::mean(e, {3}), kept},      {kiln::min(e, {3}), kept},
+      {kiln::max(e, {-1}), kept},      {kiln::argmax(e, 3), kept},
+      {kiln::sum(e, {0, 3}), {1 << 20, 0}}, {kiln::min(e, {1}), {huge, 0, 2}}};
+  for (const auto& [r, shape] : cases) {
+    SCOPED_TRACE(r.op_name());
+    EXPECT_EQ(r.shape(), shape);
+    EXPECT_TRUE(r.to_vector<double>().empty());
+  }
+}
+
 TEST(Reduce, AxisOutOfRange) {
   auto t = iota({2, 3});
   EXPECT_EQ(code_of([&] { kiln::sum(t, {2}); }), ErrorCode::illegal_dimension);

@@ -65,6 +65,10 @@ void where_kernel(const Node& n, Buffer& out) {
 
 // Row-major offsets (in the input) of every position of the dimensions in `dims`.
 std::vector<std::int64_t> offsets_over(const Shape& shape, const std::vector<std::int64_t>& dims) {
+  // An empty dimension leaves no offsets: stop before the others multiply a table that is
+  // never used (a [47014,3,13130,0] tensor would ask for 1.8G entries).
+  for (auto d : dims)
+    if (shape[d] == 0) return {};
   const auto strides = row_major_strides(shape);
   std::vector<std::int64_t> offsets{0};
   for (auto d : dims) {
@@ -83,6 +87,7 @@ void reduce_kernel(const Node& n, Buffer& out) {
   for (std::int64_t d = 0; d < static_cast<std::int64_t>(a.shape.size()); ++d)
     if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) kept.push_back(d);
   const auto outer = offsets_over(a.shape, kept);
+  if (outer.empty()) return;  // an empty result, however many positions the reduced axes hold
   const auto inner = offsets_over(a.shape, reduced);
   const bool is_arg = n.op == Op::argmax || n.op == Op::argmin;
   dispatch2(is_arg ? a.dtype : n.dtype, n.dtype, [&]<class T, class O>() {

@@ -2,12 +2,30 @@
 
 #include "graph/allocator.hpp"
 
+#include <cstdint>
+#include <limits>
+#include <string>
+
 #include "kiln/error.hpp"
 
 namespace kiln::detail {
 
+namespace {
+
+// `numel`, refused when its bytes exceed what an address can reach: 2^62 f32 values make 2^64
+// bytes, which would wrap around to 0 and be allocated.
+std::int64_t addressable(std::int64_t numel, DType dtype) {
+  constexpr auto kMostBytes = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (numel < 0 || static_cast<std::uint64_t>(numel) > kMostBytes / size_of(dtype))
+    throw Error(ErrorCode::out_of_memory, "allocation of " + std::to_string(numel) + " " +
+                                              dtype_name(dtype) + " values exceeds any memory");
+  return numel;
+}
+
+}  // namespace
+
 Buffer::Buffer(DType dtype, std::int64_t numel)
-    : dtype_(dtype), numel_(numel), data_(nullptr, Free{bytes()}) {
+    : dtype_(dtype), numel_(addressable(numel, dtype)), data_(nullptr, Free{bytes()}) {
   auto* p = static_cast<std::byte*>(allocate_buffer(bytes()));
   if (p == nullptr)
     throw Error(ErrorCode::out_of_memory,
