@@ -72,6 +72,14 @@ std::int64_t count_of(const Shape& s) {
   return n;
 }
 
+// The elements `s` would hold with its empty dimensions of size 1: what an operand derived from
+// an empty tensor (its source through a view, a broadcast batch) may hold.
+std::int64_t extent_of(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= std::max<std::int64_t>(d, 1);
+  return n;
+}
+
 std::string shape_str(const Shape& s) {
   std::ostringstream os;
   os << "[";
@@ -262,7 +270,7 @@ class GraphGen {
         if (e.t.shape() == shape && e.t.dtype() == dtype && (e.exact || !exact)) fits.push_back(&e);
       if (!fits.empty()) return *fits[static_cast<std::size_t>(uniform(0, int(fits.size()) - 1))];
     }
-    if (depth <= 0 || count_of(shape) > budget_) return leaf(shape, dtype);
+    if (depth <= 0 || extent_of(shape) > budget_) return leaf(shape, dtype);
     // Op families: unary, binary, comparison, where, convert, view, reduction, matmul, concat.
     // Float graphs lean on the float-valued ops (the others often need exact operands).
     static const std::vector<double> kIntWeights{2, 3, 1, 1, 1, 2, 2, 1, 1};
@@ -647,7 +655,7 @@ class GraphGen {
     const int rank = static_cast<int>(shape.size());
     // How many elements the reduced dimensions may hold together. Products of at most 16
     // values in [-1.25, 1.25] stay moderate.
-    std::int64_t room = budget_ / std::max<std::int64_t>(1, count_of(shape));
+    std::int64_t room = budget_ / extent_of(shape);
     if (op == kProd) room = std::min<std::int64_t>(room, 16);
     if (room < 1) return std::nullopt;
     auto grow = [&] {
@@ -728,9 +736,9 @@ class GraphGen {
     if (rank < 2) return std::nullopt;
     const std::int64_t m = shape[rank - 2], n = shape[rank - 1];
     const Shape batch(shape.begin(), shape.end() - 2);
-    // An empty batch counts as one: an operand may broadcast it away and hold k * max(m, n).
-    const std::int64_t k = dim_upto(budget_ / (std::max<std::int64_t>(1, count_of(batch)) *
-                                               std::max<std::int64_t>({1, m, n})));
+    // Empty dimensions count as 1: an operand may broadcast them away.
+    const std::int64_t k =
+        dim_upto(budget_ / (extent_of(batch) * std::max<std::int64_t>({1, m, n})));
     // The batch dimensions of one operand may broadcast.
     Shape ba = batch, bb = batch;
     if (!batch.empty() && chance(0.5)) {
