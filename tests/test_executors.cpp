@@ -1626,13 +1626,15 @@ TEST(ExecutorKernels, ConvolutionsAgreeWithReference) {
   // oneDNN computes convolutions in channel blocks of 16 (AVX-512) or 8 (AVX2), which kiln's own
   // loops transpose back to planes: channel counts that fill blocks, leave a padded last block
   // or stay below one block; image sizes with a tail of positions; several images; and the
-  // gradients, whose input-side result is blocked too when the input has enough channels.
+  // gradients, whose input-side result is blocked too when the input has enough channels. No
+  // images, no input channels or no filters: oneDNN has no primitive, the results are empty or 0.
   ExecutorGuard guard;
   struct Case {
     std::int64_t n, c, h, w, o;
   };
   for (const Case& p : {Case{2, 16, 9, 11, 16}, Case{3, 3, 8, 8, 20}, Case{1, 24, 5, 7, 33},
-                        Case{2, 8, 12, 12, 8}, Case{1, 32, 6, 6, 3}}) {
+                        Case{2, 8, 12, 12, 8}, Case{1, 32, 6, 6, 3}, Case{0, 3, 8, 8, 4},
+                        Case{2, 0, 8, 8, 4}, Case{2, 3, 8, 8, 0}}) {
     SCOPED_TRACE("n " + std::to_string(p.n) + " c " + std::to_string(p.c) + " o " +
                  std::to_string(p.o));
     std::vector<double> got[2];
