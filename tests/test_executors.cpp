@@ -4,6 +4,7 @@
 // - 300 random graphs (elementwise ops, views, broadcasting, reductions, matmul, concat over all
 //   four dtypes) are built twice from the same seed and evaluated once with each executor
 //   (KILN_RANDOM_GRAPHS and KILN_RANDOM_SEED set another count and seed for a longer sweep);
+// - the gradients of 300 random float graphs with respect to all their leaves;
 // - float matmul operands of many layouts (strided operands go to BLAS without a copy), and
 //   regression tests for the bugs the random graphs found;
 // - multi-consumer nodes, eval_all, reuse of evaluated intermediates, thread counts;
@@ -244,6 +245,12 @@ class GraphGen {
   GraphGen(std::uint32_t seed, std::int64_t budget, std::int64_t max_dim)
       : rng_(seed), budget_(budget), max_dim_(max_dim) {}
 
+  // Float leaves made from now on are watched and listed in watched(), for gradients. Their
+  // values are never whole numbers: gradients jump at ties and kinks (min, max, abs, relu,
+  // clamps), so only values that land on one by chance, never in practice, may meet one.
+  void watch_leaves() { watch_leaves_ = true; }
+  const std::vector<Tensor>& watched() const { return watched_; }
+
   Expr make(int depth, const Shape& shape, DType dtype, bool exact) {
     Expr e = build(depth, shape, dtype, exact);
     if (e.t.shape() != shape || e.t.dtype() != dtype || (exact && !e.exact))
@@ -298,19 +305,19 @@ class GraphGen {
     const auto n = static_cast<std::size_t>(count_of(shape));
     // Floats in [-2, 2], with some small integers among them (ties for argmax, exact zeros).
     auto real = [&] {
-      if (chance(0.1)) return static_cast<double>(uniform(-2, 2));
+      if (!watch_leaves_ && chance(0.1)) return static_cast<double>(uniform(-2, 2));
       return std::uniform_real_distribution<double>(-2, 2)(rng_);
     };
     switch (dtype) {
       case DType::f32: {
         std::vector<float> v(n);
         for (auto& x : v) x = static_cast<float>(real());
-        return {Tensor::from(v, shape), true};
+        return {watched_if_asked(Tensor::from(v, shape)), true};
       }
       case DType::f64: {
         std::vector<double> v(n);
         for (auto& x : v) x = real();
-        return {Tensor::from(v, shape), true};
+        return {watched_if_asked(Tensor::from(v, shape)), true};
       }
       case DType::i32: {
         std::vector<std::int32_t> v(n);
@@ -793,9 +800,19 @@ class GraphGen {
     return Expr{kiln::concat(tensors, ax), ex};
   }
 
+  Tensor watched_if_asked(Tensor t) {
+    if (watch_leaves_) {
+      t.watch();
+      watched_.push_back(t);
+    }
+    return t;
+  }
+
   std::mt19937 rng_;
   std::int64_t budget_, max_dim_;
   std::vector<Expr> pool_;
+  bool watch_leaves_ = false;
+  std::vector<Tensor> watched_;
 };
 
 // One random graph: built from its seed, so it can be built again identically.
@@ -832,10 +849,14 @@ GraphSpec random_spec(std::mt19937& rng, bool big, std::optional<DType> dtype = 
   return g;
 }
 
+// The generator of the graph of `g`. Big graphs with small results reduce tens of thousands of
+// elements.
+GraphGen generator_for(const GraphSpec& g) {
+  return GraphGen(g.seed, g.big ? 70000 : 400, g.big ? 70000 : 6);
+}
+
 Expr build_graph(const GraphSpec& g) {
-  // Big graphs with small results reduce tens of thousands of elements.
-  GraphGen gen(g.seed, g.big ? 70000 : 400, g.big ? 70000 : 6);
-  return gen.make(g.depth, g.shape, g.dtype, false);
+  return generator_for(g).make(g.depth, g.shape, g.dtype, false);
 }
 
 // Evaluates the graph of `spec` with the reference executor and with the CPU executor and
@@ -936,6 +957,74 @@ TEST(ExecutorDifferential, RandomGraphsAgree) {
   }
   // Most integer graphs and a few float graphs compare bit for bit.
   EXPECT_GT(exact, graphs / 4);
+}
+
+// The backward graphs of random float graphs (inverse broadcasting, scattered reductions,
+// transposed products, window and concat gradients, fused through the CPU executor's kernels):
+// every float leaf is watched, y = sum(root * u) for a fixed random u, and the gradients of y
+// with respect to all leaves are evaluated with each executor and compared.
+TEST(ExecutorDifferential, RandomGraphGradientsAgree) {
+  ExecutorGuard guard;
+  const char* seed = std::getenv("KILN_RANDOM_SEED");
+  const char* count = std::getenv("KILN_RANDOM_GRAPHS");
+  std::mt19937 rng(seed ? static_cast<std::uint32_t>(std::strtoul(seed, nullptr, 10))
+                        : 0x67726164u);
+  const int graphs = count ? std::max(1, std::atoi(count)) : 300;
+  int failures = 0, with_leaves = 0;
+  for (int i = 0; i < graphs; ++i) {
+    const GraphSpec spec = random_spec(rng, i % 15 == 7, i % 2 ? DType::f32 : DType::f64);
+    SCOPED_TRACE("random graph " + std::to_string(i) + ": " + spec.describe());
+    // The gradients with the current executor, and (with `nodes`) the forward graph's nodes.
+    auto gradients = [&](std::vector<Tensor>* nodes, std::string* text) {
+      GraphGen gen = generator_for(spec);
+      gen.watch_leaves();
+      kiln::GradientContext ctx;
+      const Tensor root = gen.make(spec.depth, spec.shape, spec.dtype, false).t;
+      if (nodes) *nodes = kiln::topological_order(root);
+      if (text) *text = kiln::graph_to_string(root);
+      std::vector<Values> out;
+      if (gen.watched().empty()) return out;
+      const Tensor u = kiln::uniform(root.shape(), spec.seed, root.dtype());
+      for (const Tensor& g : kiln::gradients(kiln::sum(root * u), gen.watched()))
+        out.push_back(read(g));
+      return out;
+    };
+    std::vector<Tensor> nodes;
+    std::string text;
+    std::vector<Values> ref, got;
+    try {
+      kiln::set_executor(kiln::reference_executor());
+      ref = gradients(&nodes, &text);
+      kiln::set_executor(kiln::cpu_executor());
+      got = gradients(nullptr, nullptr);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "threw: " << e.what();
+      ++failures;
+      continue;
+    }
+    SCOPED_TRACE("graph:\n" + text);
+    with_leaves += !ref.empty();
+    ASSERT_EQ(ref.size(), got.size());
+    // The backward pass repeats the forward pass's rounding differences, scaled by the
+    // gradients, and sums products in its own order: f32 anywhere in the graph gives f32's
+    // tolerance, relative to the largest gradient (at least 1), and big f32 graphs, whose
+    // gradients sum tens of thousands of f32 products, ten times that.
+    double scale = 1;
+    for (const Values& v : ref) scale = std::max(scale, magnitude(v));
+    const bool f32 = std::any_of(nodes.begin(), nodes.end(),
+                                 [](const Tensor& t) { return t.dtype() == DType::f32; });
+    const double rtol = !f32 ? 1e-10 : spec.big ? 1e-4 : 1e-5;
+    for (std::size_t k = 0; k < ref.size(); ++k) {
+      const std::string diff = compare(ref[k], got[k], false, scale, rtol);
+      if (!diff.empty()) {
+        ADD_FAILURE() << "gradient " << k << " disagrees:\n" << diff;
+        ++failures;
+        break;
+      }
+    }
+    ASSERT_LT(failures, 10) << "stopping after 10 failing graphs";
+  }
+  EXPECT_GT(with_leaves, graphs / 2);
 }
 
 // Float matmul goes to oneDNN (f32) and OpenBLAS (f64), which read strided operands in place
@@ -1704,6 +1793,67 @@ TEST(ExecutorKernels, SoftmaxOfInfiniteRowsAgreesWithReference) {
       }
     }
     expect_agree(got[0], got[1], 1e-6);
+  }
+}
+
+// A function's value must not depend on where its argument falls in a kernel's chunk (a full
+// vector or the tail): the same expression computed again elsewhere, like the backward pass's
+// `x == max(x)` after a reduction with x fused in, has to give the same bits, or the maximum has
+// no match and its gradient is 0/0. Each function runs over values once in order and once
+// reversed (tails become vector lanes); the two results must match bit for bit.
+TEST(ExecutorKernels, FunctionsGiveTheSameBitsWhereverAValueFalls) {
+  ExecutorGuard guard;
+  kiln::set_executor(kiln::cpu_executor());
+  const std::int64_t n = 16 * 9 + 13;  // a tail for 4, 8 and 16 lanes
+  using Fn = std::function<Tensor(const Tensor&)>;
+  const std::pair<const char*, Fn> functions[] = {
+      {"exp", [](const Tensor& x) { return kiln::exp(x); }},
+      {"log", [](const Tensor& x) { return kiln::log(x); }},
+      {"sin", [](const Tensor& x) { return kiln::sin(x); }},
+      {"tanh", [](const Tensor& x) { return kiln::tanh(x); }},
+      {"atan", [](const Tensor& x) { return kiln::atan(x); }},
+      {"erf", [](const Tensor& x) { return kiln::erf(x); }},
+      {"sigmoid", [](const Tensor& x) { return kiln::sigmoid(x); }},
+      {"pow", [](const Tensor& x) { return kiln::pow(x, x + 0.5); }}};
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    const Tensor x = (kiln::uniform({n}, 5, dtype) * 3.0 + 0.25).convert(dtype);
+    auto reversed = [&](const Tensor& t) { return kiln::slice(t, {n - 1}, {-n - 1}, {-1}); };
+    for (const auto& [name, f] : functions) {
+      SCOPED_TRACE(std::string(name) + " " + kiln::dtype_name(dtype));
+      const std::vector<double> forward = f(x).to_vector<double>();
+      const std::vector<double> backward = reversed(f(reversed(x))).to_vector<double>();
+      for (std::int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(forward[static_cast<std::size_t>(i)], backward[static_cast<std::size_t>(i)])
+            << "value " << i << " of " << n;
+    }
+  }
+}
+
+// Found by RandomGraphGradientsAgree: the maximum of log over rows of 3 (a reduction with the
+// log fused in, every value in a tail) and the backward pass's comparison with it over all the
+// values (most in a full vector) computed log differently, so a row's maximum could match none
+// of its values and its gradient was NaN.
+TEST(ExecutorKernels, GradientOfTheMaximumOfAFunctionOfEachRow) {
+  ExecutorGuard guard;
+  for (const auto& [name, executor] : executors()) {
+    SCOPED_TRACE(name);
+    kiln::set_executor(executor);
+    constexpr std::int64_t kRows = 600;
+    Tensor x = (kiln::uniform({kRows, 3}, 21, DType::f32) * 4.0f - 2.0f).convert(DType::f32);
+    x.watch();
+    kiln::GradientContext ctx;
+    const Tensor m = kiln::max(kiln::log(kiln::abs(x) + 0.5f), {1});
+    const Tensor y = kiln::sum(m);
+    m.eval();  // the maxima first, as reading an earlier gradient does: the log is not kept
+    const std::vector<double> g = kiln::gradient(y, x).to_vector<double>();
+    for (std::size_t row = 0; row < kRows; ++row) {
+      double total = 0;
+      for (std::size_t j = 0; j < 3; ++j) {
+        ASSERT_TRUE(std::isfinite(g[row * 3 + j])) << "row " << row;
+        total += g[row * 3 + j] != 0;
+      }
+      EXPECT_EQ(total, 1) << "row " << row << ": one maximum gets the gradient";
+    }
   }
 }
 
