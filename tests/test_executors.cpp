@@ -1007,13 +1007,15 @@ TEST(ExecutorDifferential, RandomGraphGradientsAgree) {
     ASSERT_EQ(ref.size(), got.size());
     // The backward pass repeats the forward pass's rounding differences, scaled by the
     // gradients, and sums products in its own order: f32 anywhere in the graph gives f32's
-    // tolerance, relative to the largest gradient (at least 1), and big f32 graphs, whose
-    // gradients sum tens of thousands of f32 products, ten times that.
+    // tolerance, relative to the largest gradient (at least 1). Big f32 graphs sum tens of
+    // thousands of f32 values, and a function of such a sum (sin(sum(x)) of a sum in the
+    // hundreds) turns its last-bit differences into relative errors of 1e-4: 1e-3 for them,
+    // still far below what a wrong gradient rule or kernel gives.
     double scale = 1;
     for (const Values& v : ref) scale = std::max(scale, magnitude(v));
     const bool f32 = std::any_of(nodes.begin(), nodes.end(),
                                  [](const Tensor& t) { return t.dtype() == DType::f32; });
-    const double rtol = !f32 ? 1e-10 : spec.big ? 1e-4 : 1e-5;
+    const double rtol = !f32 ? 1e-10 : spec.big ? 1e-3 : 1e-5;
     for (std::size_t k = 0; k < ref.size(); ++k) {
       const std::string diff = compare(ref[k], got[k], false, scale, rtol);
       if (!diff.empty()) {

@@ -417,6 +417,18 @@ TEST(Reduce, EmptyTensorWithHugeOtherDimensions) {
   }
 }
 
+// A slice with an empty middle dimension that no neighbour merges with (the CPU executor once
+// divided by it to locate the no values an output reduces, and the process died of SIGFPE).
+TEST(Reduce, EmptySliceOfAWiderTensor) {
+  const Tensor x = iota({2, 4, 4, 4});
+  const Tensor empty = kiln::slice(x, {0, 0, 1, 0}, {2, 3, 1, 2});
+  ASSERT_EQ(empty.shape(), (Shape{2, 3, 0, 2}));
+  EXPECT_EQ(kiln::sum(empty).item<double>(), 0);
+  EXPECT_EQ(kiln::prod(empty).item<double>(), 1);
+  EXPECT_EQ(kiln::sum(kiln::convert(empty, DType::f32)).item<double>(), 0);
+  EXPECT_EQ(kiln::sum(kiln::exp(empty), {1, 2, 3}).to_vector<double>(), (F64{0, 0}));
+}
+
 TEST(Reduce, AxisOutOfRange) {
   auto t = iota({2, 3});
   EXPECT_EQ(code_of([&] { kiln::sum(t, {2}); }), ErrorCode::illegal_dimension);

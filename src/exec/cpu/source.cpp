@@ -101,6 +101,8 @@ void Source::read_in_order_if_possible() {
 }
 
 const void* Source::contiguous(std::int64_t start, std::int64_t n) const {
+  // Nothing to read (a view with an empty dimension, whose index arithmetic would divide by 0).
+  if (n <= 0) return nullptr;
   const auto* base = static_cast<const std::byte*>(buffer_->data());
   const std::size_t width = size_of(buffer_->dtype());
   if (row_major_) return base + static_cast<std::size_t>(offset_ + start) * width;
