@@ -937,14 +937,23 @@ bool check_graph(const GraphSpec& spec, std::uint32_t pick_seed, bool* was_exact
 // Random graphs
 // ---------------------------------------------------------------------------------------------
 
+// How many random graphs a sweep builds, and from which seed: 300 from `seed`, unless
+// KILN_RANDOM_GRAPHS and KILN_RANDOM_SEED ask for a longer or another sweep.
+struct Sweep {
+  int graphs;
+  std::mt19937 rng;
+};
+Sweep sweep(std::uint32_t seed) {
+  const char* seed_text = std::getenv("KILN_RANDOM_SEED");
+  const char* count = std::getenv("KILN_RANDOM_GRAPHS");
+  return {count ? std::max(1, std::atoi(count)) : 300,
+          std::mt19937(seed_text ? static_cast<std::uint32_t>(std::strtoul(seed_text, nullptr, 10))
+                                 : seed)};
+}
+
 TEST(ExecutorDifferential, RandomGraphsAgree) {
   ExecutorGuard guard;
-  // KILN_RANDOM_GRAPHS and KILN_RANDOM_SEED run a longer or another sweep by hand.
-  const char* seed = std::getenv("KILN_RANDOM_SEED");
-  const char* count = std::getenv("KILN_RANDOM_GRAPHS");
-  std::mt19937 rng(seed ? static_cast<std::uint32_t>(std::strtoul(seed, nullptr, 10))
-                        : 0x6b696c6eu);
-  const int graphs = count ? std::max(1, std::atoi(count)) : 300;
+  auto [graphs, rng] = sweep(0x6b696c6eu);
   int failures = 0, exact = 0;
   for (int i = 0; i < graphs; ++i) {
     // One graph in 15 is big; the dtypes take turns.
@@ -965,11 +974,7 @@ TEST(ExecutorDifferential, RandomGraphsAgree) {
 // with respect to all leaves are evaluated with each executor and compared.
 TEST(ExecutorDifferential, RandomGraphGradientsAgree) {
   ExecutorGuard guard;
-  const char* seed = std::getenv("KILN_RANDOM_SEED");
-  const char* count = std::getenv("KILN_RANDOM_GRAPHS");
-  std::mt19937 rng(seed ? static_cast<std::uint32_t>(std::strtoul(seed, nullptr, 10))
-                        : 0x67726164u);
-  const int graphs = count ? std::max(1, std::atoi(count)) : 300;
+  auto [graphs, rng] = sweep(0x67726164u);
   int failures = 0, with_leaves = 0;
   for (int i = 0; i < graphs; ++i) {
     const GraphSpec spec = random_spec(rng, i % 15 == 7, i % 2 ? DType::f32 : DType::f64);
