@@ -1,4 +1,5 @@
 // Printing tensors: shape, dtype and values, abbreviated with "..." when large.
+#include <cmath>
 #include <ostream>
 #include <sstream>
 
@@ -15,6 +16,8 @@ constexpr std::int64_t kEdgeItems = 3;          // shown at each end of a long d
 std::string format_value(const detail::Buffer& b, std::int64_t i) {
   const Scalar v = b.scalar(i);
   if (is_integer(v.dtype())) return v.to_string();
+  // NaN's sign bit (0/0 sets it on x86) carries no meaning: every NaN prints as "nan".
+  if (std::isnan(v.as<double>())) return "nan";
   std::ostringstream os;
   os.precision(6);
   os << v.as<double>();
