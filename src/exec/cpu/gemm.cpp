@@ -90,11 +90,11 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, cons
 
 // Whether a stack of products runs as whole products spread over kiln's threads rather than one
 // after another, each split by the library over the threads. Small products split poorly: on the
-// 2-core machine of bench/RESULTS.md, [64,128,128]@[64,128,128] took 0.67 ms spread against
-// 0.91 ms split (kiln_bench), 64 products of 64x64 0.105 against 0.215 ms. Large products split
-// well, and an uneven share of a few products (3 on 2 threads) costs more than splitting each.
-// OpenBLAS (f64, small f32) runs its own threads above kSmallGemm, so f64 stacks are spread only
-// below that.
+// 2-core machine of bench/RESULTS.md, [64,128,128]@[64,128,128] took 0.84 ms spread against 0.95
+// to 1.01 ms split (kiln_bench), 64 products of 64x64 0.105 against 0.215 ms. Large products
+// split well, and an uneven share of a few products (3 on 2 threads) costs more than splitting
+// each. OpenBLAS (f64, small f32) runs its own threads above kSmallGemm, so f64 stacks are spread
+// only below that.
 bool spread_products(std::int64_t batches, std::int64_t product, bool f32) {
   constexpr std::int64_t kSpreadProduct = std::int64_t{1} << 22;  // multiply-adds, 160^3
   constexpr std::int64_t kSpreadTotal = std::int64_t{1} << 18;    // enough to wake the threads
