@@ -968,8 +968,8 @@ TEST(ExecutorDifferential, RandomGraphsAgree) {
   EXPECT_GT(exact, graphs / 4);
 }
 
-// The backward graphs of random float graphs (inverse broadcasting, scattered reductions,
-// transposed products, window and concat gradients, fused through the CPU executor's kernels):
+// The backward graphs of random float graphs (inverse broadcasting, reductions spread back,
+// transposed products, slice, pad and concat gradients, fused through the CPU executor's kernels):
 // every float leaf is watched, y = sum(root * u) for a fixed random u, and the gradients of y
 // with respect to all leaves are evaluated with each executor and compared.
 TEST(ExecutorDifferential, RandomGraphGradientsAgree) {
