@@ -41,6 +41,11 @@ Tensor log_softmax(const Tensor& a, int axis) {
 
 Tensor logsumexp(const Tensor& a, int axis, bool keepdims) {
   detail::node_of(a, "logsumexp");
+  const int ax = detail::normalize_axis("logsumexp", axis, a.rank(), a.shape());
+  if (a.shape()[ax] == 0) {  // no maximum to shift by: the empty sum gives log(0) = -inf
+    const Tensor r = log(sum(exp(a), {ax}, true));
+    return keepdims ? r : squeeze(r, ax);
+  }
   const Tensor m = stable_shift(a, axis);
   const Tensor r = log(sum(exp(a - m), {axis}, true)) + m;
   return keepdims ? r : squeeze(r, axis);

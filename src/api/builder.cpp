@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "exec/evaluate.hpp"
+#include "graph/graph_lock.hpp"
+#include "graph/shape_math.hpp"
 #include "kiln/autodiff.hpp"
 
 namespace kiln::detail {
@@ -23,16 +25,10 @@ namespace {
 void check_shape(std::string_view op, const Shape& shape) {
   for (auto d : shape)
     if (d < 0) fail(ErrorCode::illegal_dimension, op, "negative size in shape " + shape_str(shape));
-  for (auto d : shape)
-    if (d == 0) return;  // an empty tensor of any shape is fine
-  // Element counts stay below 2^62 so that byte sizes and index arithmetic cannot overflow.
-  constexpr std::int64_t limit = std::int64_t{1} << 62;
-  std::int64_t n = 1;
-  for (auto d : shape) {
-    if (n > limit / d)
-      fail(ErrorCode::out_of_memory, op, "shape " + shape_str(shape) + " has too many elements");
-    n *= d;
-  }
+  // Element counts stay below 2^62 so that byte sizes and index arithmetic cannot overflow; the
+  // other sizes of an empty shape count too, since its strides multiply them (shape_math.hpp).
+  if (!checked_numel(shape))
+    fail(ErrorCode::out_of_memory, op, "shape " + shape_str(shape) + " has too many elements");
 }
 }  // namespace
 
@@ -43,14 +39,22 @@ namespace {
 // graph below it. Inside a gradient context graphs are kept whole, since gradients need them.
 constexpr std::uint32_t kAutoEvaluateDepth = 4096;
 
+thread_local int auto_evaluation_pauses = 0;
+
+// Computes the node's depth and wraps it in a handle; the caller holds a GraphReadLock.
 Tensor finish(NodePtr node) {
   std::uint32_t depth = 0;
   for (const auto& in : node->inputs) depth = std::max(depth, in->result ? 0u : in->depth);
   node->depth = depth + 1;
   node->in_gradient_context = gradient_context_active();
-  Tensor t(std::move(node));
+  return Tensor(std::move(node));
+}
+
+// Evaluates a node that grew too far from any results (outside the lock: evaluating takes it).
+Tensor auto_evaluated(Tensor t) {
   Node& n = *t.node();
-  if (n.depth > kAutoEvaluateDepth && !n.in_gradient_context) evaluate(n);  // and released
+  if (n.depth > kAutoEvaluateDepth && !n.in_gradient_context && !auto_evaluation_paused())
+    evaluate(n);  // and released
   return t;
 }
 
@@ -58,22 +62,36 @@ Tensor finish(NodePtr node) {
 
 Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs) {
   check_shape(op_info(op).name, shape);
-  return finish(
-      std::make_shared<Node>(op, dtype, std::move(shape), std::move(inputs), std::move(attrs)));
+  Tensor t;
+  {
+    GraphReadLock lock;
+    t = finish(std::make_shared<Node>(op, dtype, std::move(shape), std::move(inputs),
+                                      std::move(attrs)));
+  }
+  return auto_evaluated(std::move(t));
 }
 
 Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,
                  const std::function<ViewMap(const ViewMap&)>& fold) {
   const NodePtr& in = node_of(input, op_info(op).name);
   check_shape(op_info(op).name, shape);
-  auto node = std::make_shared<Node>(op, in->dtype, std::move(shape), std::vector<NodePtr>{in},
-                                     std::move(attrs));
-  // Read through the input's own map unless the input holds its values already.
-  const bool compose = in->is_view() && !in->result;
-  node->view_base = compose ? in->view_base : in;
-  node->view = fold(compose ? in->view : ViewMap::identity(in->shape));
-  return finish(std::move(node));
+  Tensor t;
+  {
+    GraphReadLock lock;
+    auto node = std::make_shared<Node>(op, in->dtype, std::move(shape), std::vector<NodePtr>{in},
+                                       std::move(attrs));
+    // Read through the input's own map unless the input holds its values already.
+    const bool compose = in->is_view() && !in->result;
+    node->view_base = compose ? in->view_base : in;
+    node->view = fold(compose ? in->view : ViewMap::identity(in->shape));
+    t = finish(std::move(node));
+  }
+  return auto_evaluated(std::move(t));
 }
+
+PauseAutoEvaluation::PauseAutoEvaluation() { ++auto_evaluation_pauses; }
+PauseAutoEvaluation::~PauseAutoEvaluation() { --auto_evaluation_pauses; }
+bool auto_evaluation_paused() { return auto_evaluation_pauses > 0; }
 
 int normalize_axis(std::string_view op, int axis, int rank, const Shape& shape) {
   if (axis < -rank || axis >= rank)

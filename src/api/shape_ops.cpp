@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/builder.hpp"
+#include "graph/shape_math.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln {
@@ -111,8 +112,14 @@ Tensor slice(const Tensor& a, I64s start, I64s stop, I64s step) {
     const std::int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? n : n - 1;
     b = std::clamp(b, lo, hi);
     e = std::clamp(e, lo, hi);
-    count[d] = s > 0 ? std::max<std::int64_t>(0, (e - b + s - 1) / s)
-                     : std::max<std::int64_t>(0, (b - e - s - 1) / -s);
+    // ceil(distance / |s|), in unsigned arithmetic: a step of INT64_MAX or INT64_MIN keeps one
+    // element, as in Python, where e - b + s - 1 or -s would overflow.
+    const std::int64_t distance = s > 0 ? e - b : b - e;
+    const std::uint64_t stride = s > 0 ? static_cast<std::uint64_t>(s)
+                                       : std::uint64_t{0} - static_cast<std::uint64_t>(s);
+    count[d] = distance <= 0 ? 0
+                             : static_cast<std::int64_t>(
+                                   (static_cast<std::uint64_t>(distance) - 1) / stride + 1);
     start[d] = b;
   }
   detail::Attrs attrs;
@@ -149,7 +156,13 @@ Tensor pad(const Tensor& a, I64s before, I64s after, Scalar value) {
       detail::fail(ErrorCode::invalid_select, "pad",
                    "negative padding in dimension " + std::to_string(d) + " of " +
                        shape_to_string(a.shape()));
-    shape[d] += before[d] + after[d];
+    shape[d] = detail::value_or_fail(
+        detail::checked_add(shape[d], detail::checked_add(before[d], after[d])),
+        ErrorCode::out_of_memory, "pad", [&] {
+          return "padding " + std::to_string(before[d]) + " and " + std::to_string(after[d]) +
+                 " of dimension " + std::to_string(d) + " of " + shape_to_string(a.shape()) +
+                 " is too large";
+        });
   }
   detail::Attrs attrs;
   attrs.start = before;
@@ -230,7 +243,11 @@ Tensor repeat(const Tensor& a, I64s reps) {
     Shape grown = t.shape();
     grown.insert(grown.begin() + d, reps[d]);
     Shape merged = t.shape();
-    merged[d] *= reps[d];
+    merged[d] = detail::value_or_fail(
+        detail::checked_mul(merged[d], reps[d]), ErrorCode::out_of_memory, "repeat", [&] {
+          return "repeating " + shape_to_string(a.shape()) + " " + std::to_string(reps[d]) +
+                 " times in dimension " + std::to_string(d) + " is too large";
+        });
     t = reshape(broadcast_to(unsqueeze(t, static_cast<int>(d)), grown), merged);
   }
   return t;
@@ -249,20 +266,27 @@ Tensor extend(const Tensor& a, Shape shape, I64s insert_at, I64s step) {
       detail::fail(ErrorCode::invalid_select, "extend",
                    "step 0 in dimension " + std::to_string(d) + " of " + shape_to_string(a.shape()));
     if (s < 0) t = slice_axis(t, ax, -1, -n - 1, -1);
-    const std::int64_t gap = (s < 0 ? -s : s) - 1;
-    if (gap > 0 && n > 0) {  // each element followed by `gap` zeros, the last one's cut off
+    // |s| - 1 zeros between elements (-(INT64_MIN) is out of reach, but so is any such gap).
+    const std::int64_t gap = s > 0 ? s - 1 : -(s + 1);
+    if (gap > 0 && n > 1) {  // each element followed by `gap` zeros, the last one's cut off
       I64s before(t.rank() + 1, 0), after(t.rank() + 1, 0);
       after[d + 1] = gap;
       Shape spread = t.shape();
-      spread[d] = n * (gap + 1);
+      spread[d] = detail::value_or_fail(
+          detail::checked_mul(n, detail::checked_add(gap, 1)), ErrorCode::out_of_memory,
+          "extend", [&] {
+            return "step " + std::to_string(s) + " spreads dimension " + std::to_string(d) +
+                   " of " + shape_to_string(a.shape()) + " too far";
+          });
       t = slice_axis(reshape(pad(unsqueeze(t, ax + 1), before, after, 0), spread), ax, 0,
                      (n - 1) * (gap + 1) + 1);
     }
   }
   I64s after(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    after[d] = shape[d] - insert_at[d] - t.shape()[d];
-    if (insert_at[d] < 0 || after[d] < 0)
+    const bool fits = insert_at[d] >= 0 && insert_at[d] <= shape[d];
+    after[d] = fits ? shape[d] - insert_at[d] - t.shape()[d] : -1;
+    if (after[d] < 0)
       detail::fail(ErrorCode::invalid_select, "extend",
                    shape_to_string(a.shape()) + " placed at index " + std::to_string(insert_at[d]) +
                        " does not fit dimension " + std::to_string(d) + " of " +
@@ -296,7 +320,11 @@ Tensor concat(const std::vector<Tensor>& parts, int axis) {
         detail::fail(ErrorCode::incompatible_shapes, "concat",
                      "shapes " + shape_to_string(first) + " and " + shape_to_string(s) +
                          " differ outside axis " + std::to_string(ax));
-    shape[ax] += s[ax];
+    shape[ax] = detail::value_or_fail(
+        detail::checked_add(shape[ax], s[ax]), ErrorCode::out_of_memory, "concat", [&] {
+          return "concatenating " + std::to_string(parts.size()) + " tensors of shape " +
+                 shape_to_string(s) + " gives too many elements";
+        });
     dtype = promote(dtype, p.dtype());
     inputs.push_back(p.node());
   }

@@ -4,6 +4,7 @@
 
 #include "api/builder.hpp"
 #include "api/window_views.hpp"
+#include "graph/shape_math.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/windows.hpp"
 
@@ -14,10 +15,9 @@ using I64s = std::vector<std::int64_t>;
 
 namespace {
 
-std::int64_t product(const Shape& s) {
-  std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
+std::int64_t product(std::string_view op, const Shape& s) {
+  return detail::value_or_fail(detail::checked_numel(s), ErrorCode::out_of_memory, op,
+                               [&] { return "shape " + shape_to_string(s) + " is too large"; });
 }
 
 Shape window_counts(std::string_view op, const Shape& shape, const Shape& window, const I64s& step,
@@ -27,12 +27,18 @@ Shape window_counts(std::string_view op, const Shape& shape, const Shape& window
     if (window[d] < 1 || step[d] < 1 || dilation[d] < 1)
       detail::fail(ErrorCode::invalid_select, op,
                    "window " + shape_to_string(window) + ", steps and dilations must be positive");
-    const std::int64_t extent = (window[d] - 1) * dilation[d] + 1;
-    if (extent > shape[d])
+    const detail::Checked extent =
+        detail::checked_add(detail::checked_mul(window[d] - 1, dilation[d]), 1);
+    // An empty dimension has no windows of one element (a batch of 0 images to pool).
+    if (shape[d] == 0 && extent == 1) {
+      counts[d] = 0;
+      continue;
+    }
+    if (!extent || *extent > shape[d])
       detail::fail(ErrorCode::invalid_select, op,
                    "window " + shape_to_string(window) + " does not fit into " +
                        shape_to_string(shape) + " in dimension " + std::to_string(d));
-    counts[d] = (shape[d] - extent) / step[d] + 1;
+    counts[d] = (shape[d] - *extent) / step[d] + 1;
   }
   return counts;
 }
@@ -83,7 +89,7 @@ Tensor leading_windows(std::string_view op, const Tensor& a, Shape window, I64s 
   steps.push_back(1);
   Tensor w = detail::window_view(op, a, window, steps, I64s(window.size(), 1));
   Shape flat(w.shape().begin(), w.shape().begin() + a.rank() - 1);
-  flat.push_back(product(window));
+  flat.push_back(product(op, window));
   return reshape(w, flat);
 }
 
@@ -93,7 +99,7 @@ Tensor sliding_window(const Tensor& a, I64s size, I64s steps) {
   detail::node_of(a, "sliding_window");
   const I64s ones(size.size(), 1);
   Tensor w = detail::window_view("sliding_window", a, size, std::move(steps), ones);
-  Shape flat{product(Shape(w.shape().begin(), w.shape().begin() + a.rank()))};
+  Shape flat{product("sliding_window", Shape(w.shape().begin(), w.shape().begin() + a.rank()))};
   flat.insert(flat.end(), size.begin(), size.end());
   return reshape(w, flat);
 }
@@ -107,10 +113,12 @@ Tensor unslide_window(const Tensor& windows, Shape shape, I64s steps) {
   const Shape window(windows.shape().begin() + 1, windows.shape().end());
   const I64s ones(shape.size(), 1);
   Shape counts = window_counts("unslide_window", shape, window, steps, ones);
-  if (product(counts) != windows.shape()[0])
+  const detail::Checked fitting = detail::checked_numel(counts);
+  if (fitting != windows.shape()[0])
     detail::fail(ErrorCode::incompatible_shapes, "unslide_window",
                  std::to_string(windows.shape()[0]) + " windows given, " +
-                     shape_to_string(shape) + " has " + std::to_string(product(counts)));
+                     shape_to_string(shape) + " has " +
+                     (fitting ? std::to_string(*fitting) : "too many"));
   counts.insert(counts.end(), window.begin(), window.end());
   return detail::unwindow(reshape(windows, counts), std::move(shape), std::move(steps), ones);
 }
@@ -132,7 +140,7 @@ Tensor convolve(const Tensor& a, const Tensor& kernel, I64s steps) {
                      shape_to_string(kernel.shape()) + " differ");
   const Tensor patches = leading_windows("convolve", a, Shape(window.begin(), window.end() - 1),
                                          std::move(steps));
-  const std::int64_t k = product(window);
+  const std::int64_t k = product("convolve", window);
   const std::int64_t f = filters ? kernel.shape()[0] : 1;
   Shape counts(patches.shape().begin(), patches.shape().end() - 1);
   const Tensor rows = reshape(patches, {-1, k});
@@ -201,12 +209,15 @@ detail::Attrs window2d_attrs(const std::array<std::int64_t, 2>& stride,
 // Output size of a dimension of size n: floor((n + 2p - extent) / s) + 1 windows.
 std::int64_t windows_along(std::string_view op, std::int64_t n, std::int64_t k, std::int64_t s,
                            std::int64_t p, std::int64_t d, const Shape& input) {
-  const std::int64_t extent = (k - 1) * d + 1;
-  if (k < 1 || n + 2 * p < extent)
+  const detail::Checked extent =
+      k < 1 ? std::nullopt : detail::checked_add(detail::checked_mul(k - 1, d), 1);
+  const detail::Checked padded = detail::checked_add(n, detail::checked_mul(2, p));
+  if (!extent || !padded || *padded < *extent)
     detail::fail(ErrorCode::invalid_select, op,
                  "window " + std::to_string(k) + " (dilation " + std::to_string(d) +
-                     ") does not fit the padded input " + shape_to_string(input));
-  return (n + 2 * p - extent) / s + 1;
+                     ", padding " + std::to_string(p) + ") does not fit the padded input " +
+                     shape_to_string(input));
+  return (*padded - *extent) / s + 1;
 }
 }  // namespace
 

@@ -2,22 +2,49 @@
 
 #include <optional>
 
+#include "graph/shape_math.hpp"
+#include "kiln/error.hpp"
+
 namespace kiln::detail {
 
+namespace {
+[[noreturn]] void too_large(const Shape& shape) {
+  throw Error(ErrorCode::out_of_memory, "shape " + shape_to_string(shape) + " is too large");
+}
+}  // namespace
+
+// Node shapes never overflow here (see shape_math.hpp); the checks keep a caller that passes an
+// unchecked shape from computing with a wrapped-around value.
 std::vector<std::int64_t> row_major_strides(const Shape& shape) {
   std::vector<std::int64_t> strides(shape.size());
   std::int64_t s = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= shape[i];
+    if (__builtin_mul_overflow(s, shape[i], &s)) too_large(shape);
   }
   return strides;
 }
 
 std::int64_t shape_numel(const Shape& shape) {
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) too_large(shape);
   return n;
+}
+
+Checked checked_numel(const Shape& shape) {
+  std::int64_t nonzero = 1;
+  bool empty = false;
+  for (auto d : shape) {
+    if (d < 0) return std::nullopt;
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > kMaxElements / d) return std::nullopt;
+    nonzero *= d;
+  }
+  return empty ? 0 : nonzero;
 }
 
 ViewMap ViewMap::identity(const Shape& shape) {
@@ -110,7 +137,9 @@ ViewMap ViewMap::slice(const std::vector<std::int64_t>& start,
   ViewLayer& top = m.layers_.back();
   for (std::size_t d = 0; d < count.size(); ++d) {
     if (count[d] > 0) top.offset += start[d] * top.strides[d];
-    top.strides[d] *= step[d];
+    // The step matters only between two kept positions, where it stays inside the dimension;
+    // one or none kept (a step of INT64_MAX, say) keeps the stride from overflowing.
+    if (count[d] > 1) top.strides[d] *= step[d];
     top.shape[d] = count[d];
   }
   return m;
@@ -120,13 +149,28 @@ ViewMap ViewMap::pad(const std::vector<std::int64_t>& before,
                      const std::vector<std::int64_t>& after, Scalar fill) const {
   ViewMap m = with_plain_top();
   ViewLayer& top = m.layers_.back();
-  top.valid.resize(top.shape.size());
-  for (std::size_t d = 0; d < top.shape.size(); ++d) {
-    top.valid[d] = {before[d], before[d] + top.shape[d]};
-    top.offset -= before[d] * top.strides[d];
-    top.shape[d] += before[d] + after[d];
+  // The offset moves back by `before` positions. A stride stretched by slicing can make that
+  // leave int64_t; over a fresh row-major layer it cannot, since the padded shape is bounded.
+  Checked offset = top.offset;
+  for (std::size_t d = 0; d < top.shape.size(); ++d)
+    offset = checked_sub(offset, checked_mul(before[d], top.strides[d]));
+  if (!offset) {
+    const Shape& s = shape();
+    m.layers_.push_back(ViewLayer{s, row_major_strides(s), 0, {}, {}});
+    offset = 0;
+    for (std::size_t d = 0; d < s.size(); ++d)
+      offset = checked_sub(offset, checked_mul(before[d], m.layers_.back().strides[d]));
   }
-  top.fill = fill;
+  ViewLayer& padded = m.layers_.back();
+  padded.valid.resize(padded.shape.size());
+  for (std::size_t d = 0; d < padded.shape.size(); ++d) {
+    padded.valid[d] = {before[d], before[d] + padded.shape[d]};
+    padded.shape[d] += before[d] + after[d];
+  }
+  padded.offset = value_or_fail(offset, ErrorCode::internal_error, "pad", [&] {
+    return "the offset of padding " + shape_to_string(shape()) + " overflows";
+  });
+  padded.fill = fill;
   return m;
 }
 
@@ -165,9 +209,11 @@ ViewMap ViewMap::windows(const Shape& window, const std::vector<std::int64_t>& s
   Shape shape(counts);
   shape.insert(shape.end(), window.begin(), window.end());
   std::vector<std::int64_t> strides(2 * rank);
+  // A step (dilation) matters only between two windows (window elements), where it stays inside
+  // the dimension; with one of them a huge step cannot overflow the stride.
   for (std::size_t d = 0; d < rank; ++d) {
-    strides[d] = top.strides[d] * step[d];
-    strides[rank + d] = top.strides[d] * dilation[d];
+    strides[d] = counts[d] > 1 ? top.strides[d] * step[d] : top.strides[d];
+    strides[rank + d] = window[d] > 1 ? top.strides[d] * dilation[d] : top.strides[d];
   }
   top.shape = std::move(shape);
   top.strides = std::move(strides);

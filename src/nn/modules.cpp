@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "kiln/nn.hpp"
+#include "graph/view.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/random.hpp"
 #include "kiln/windows.hpp"
@@ -195,7 +196,10 @@ Tensor ReLU::forward(const Tensor& x) { return relu(x); }
 Tensor Flatten::forward(const Tensor& x) {
   require(x.defined() && x.rank() >= 1, ErrorCode::illegal_dimensionality,
           "nn::Flatten: needs a tensor with a batch dimension");
-  return x.rank() == 2 ? x : x.reshape({x.dim(0), -1});
+  if (x.rank() == 2) return x;
+  // The features' count is given, not inferred: -1 cannot be inferred for a batch of 0.
+  const Shape features(x.shape().begin() + 1, x.shape().end());
+  return x.reshape({x.dim(0), detail::shape_numel(features)});
 }
 
 Dropout::Dropout(double p) : p_(p) {
