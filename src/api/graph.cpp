@@ -4,6 +4,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "graph/graph_lock.hpp"
 #include "graph/node.hpp"
 
 namespace kiln {
@@ -40,6 +41,7 @@ std::vector<detail::Node*> ordered_nodes(const Tensor& root) {
 }  // namespace
 
 std::vector<Tensor> topological_order(const Tensor& root) {
+  detail::GraphReadLock lock;
   std::vector<Tensor> out;
   const auto order = ordered_nodes(root);
   std::unordered_map<detail::Node*, detail::NodePtr> owner;
@@ -53,6 +55,7 @@ std::vector<Tensor> topological_order(const Tensor& root) {
 std::vector<Tensor> clients(const Tensor& root, const Tensor& node) {
   std::vector<Tensor> out;
   if (!node.defined()) return out;
+  detail::GraphReadLock lock;
   for (const Tensor& t : topological_order(root))
     for (const auto& in : t.node()->inputs)
       if (in == node.node()) {
@@ -64,6 +67,7 @@ std::vector<Tensor> clients(const Tensor& root, const Tensor& node) {
 
 std::string graph_to_string(const Tensor& root) {
   std::ostringstream os;
+  detail::GraphReadLock lock;
   std::unordered_map<detail::Node*, std::size_t> id;
   for (detail::Node* n : ordered_nodes(root)) {
     id[n] = id.size();

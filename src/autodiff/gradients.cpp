@@ -1,12 +1,12 @@
 // Reverse-mode differentiation as a graph-to-graph transform: the gradient of every node is
 // built from ordinary ops, walking the forward graph once in reverse topological order.
-#include <atomic>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "api/builder.hpp"
 #include "autodiff/gradient_rules.hpp"
 #include "exec/evaluate.hpp"
+#include "graph/graph_lock.hpp"
 #include "kiln/autodiff.hpp"
 #include "kiln/graph.hpp"
 #include "kiln/ops.hpp"
@@ -14,7 +14,9 @@
 namespace kiln {
 
 namespace {
-std::atomic<int> context_depth{0};
+// Per thread: a context on one thread must not change how another thread's graphs are built
+// (outside a context, deep graphs are evaluated as they grow; inside, they are kept whole).
+thread_local int context_depth = 0;
 
 std::string describe(const Tensor& t) {
   return shape_to_string(t.shape()) + (t.name().empty() ? "" : " \"" + t.name() + "\"");
@@ -23,17 +25,18 @@ std::string describe(const Tensor& t) {
 
 GradientContext::GradientContext() { start_gradient_context(); }
 GradientContext::~GradientContext() { stop_gradient_context(); }
-bool in_gradient_context() { return context_depth.load() > 0; }
+bool in_gradient_context() { return context_depth > 0; }
 void start_gradient_context() { ++context_depth; }
 void stop_gradient_context() {
-  int depth = context_depth.load();
-  while (depth > 0 && !context_depth.compare_exchange_weak(depth, depth - 1)) {
-  }
+  if (context_depth > 0) --context_depth;
 }
 bool detail::gradient_context_active() { return in_gradient_context(); }
 
 std::vector<Tensor> gradients(const Tensor& y, const std::vector<Tensor>& xs) {
   detail::node_of(y, "gradients");
+  // The backward graph is built whole, reading the forward graph's inputs throughout.
+  detail::GraphReadLock lock;
+  detail::PauseAutoEvaluation whole;
   std::unordered_set<detail::Node*> variables;
   for (const Tensor& x : xs) {
     detail::node_of(x, "gradients");

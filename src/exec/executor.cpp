@@ -7,6 +7,7 @@
 
 #include "exec/cpu/thread_pool.hpp"
 #include "exec/evaluate.hpp"
+#include "graph/graph_lock.hpp"
 #include "graph/node.hpp"
 
 namespace kiln {
@@ -61,9 +62,9 @@ void set_num_threads(int threads) { detail::set_thread_count(threads); }
 namespace detail {
 
 void evaluate(std::span<Node* const> nodes) {
-  // Results are cached in shared nodes, so evaluations are serialised.
-  static std::mutex evaluation_mutex;
-  std::lock_guard lock(evaluation_mutex);
+  // Results are cached in shared nodes, so evaluations are serialised, and nobody builds on or
+  // walks the nodes while they change.
+  GraphWriteLock lock;
   executor_for_evaluation().execute(nodes);
   // An evaluated node that no gradient can pass through becomes a leaf holding its values, and
   // the graph below it is released (Flint's fOptimizeMemory, which its C++ API applies after
