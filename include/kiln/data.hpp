@@ -17,14 +17,18 @@ struct IdxArray {
   Shape dims;
   std::vector<std::uint8_t> data;  // the values in host byte order, row-major
 
+  // The product of dims; throws kiln::Error(illegal_dimension) if a dimension is negative or
+  // the product overflows 64 bits (read_idx never returns such dims).
   std::int64_t numel() const;
   std::size_t element_size() const;  // bytes per value
   double value(std::int64_t i) const;  // value i (every IDX type converts exactly)
 };
 
 // Reads a plain or gzipped IDX file (gzip is recognised by its content, not the name). A file
-// that is missing, unreadable, truncated, has a bad header or trailing bytes throws
-// kiln::Error(io_error) with a message naming the file.
+// that is missing, a directory, unreadable, truncated, has a bad header or trailing bytes, or
+// announces more than 2^36 bytes of values throws kiln::Error(io_error) with a message naming
+// the file. The header's sizes are checked against the file before memory is allocated for them
+// (gzipped data are read in pieces, so memory grows only with the data actually there).
 IdxArray read_idx(const std::string& path);
 
 // Images [N, H, W] (u8) as f32 [N, 1, H, W] scaled to [0, 1].

@@ -1,5 +1,6 @@
 // IDX files (plain or gzipped, read through zlib's gz* functions, which pass plain files
 // through unchanged), MNIST-style data sets, and shuffled batches.
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <new>
 #include <random>
 
 #include "kiln/data.hpp"
@@ -59,7 +61,19 @@ bool read_exact(gzFile f, void* dst, std::size_t n, const std::string& path) {
 
 std::int64_t IdxArray::numel() const {
   std::int64_t n = 1;
-  for (auto d : dims) n *= d;
+  bool overflow = false;
+  for (auto d : dims) {
+    if (d < 0)
+      throw Error(ErrorCode::illegal_dimension,
+                  "data::IdxArray: negative dimension in " + shape_to_string(dims));
+    overflow |= __builtin_mul_overflow(n, d, &n);
+  }
+  // A zero dimension makes the array empty whatever the others multiply to.
+  for (auto d : dims)
+    if (d == 0) return 0;
+  if (overflow)
+    throw Error(ErrorCode::illegal_dimension,
+                "data::IdxArray: dimensions " + shape_to_string(dims) + " overflow 64 bits");
   return n;
 }
 
@@ -77,7 +91,26 @@ double IdxArray::value(std::int64_t i) const {
   }
 }
 
-IdxArray read_idx(const std::string& path) {
+namespace {
+
+// The most value bytes an IDX file may announce: 2^36 bytes (64 GiB) is far beyond any data set
+// read whole into memory, and well inside size_t and int64.
+constexpr std::uint64_t kMaxIdxBytes = std::uint64_t{1} << 36;
+// Deflate expands at most 1032:1; a gzip file can therefore hold at most this many bytes per
+// byte of file (with room for several members), whatever its size field says.
+constexpr std::uint64_t kMaxGzipRatio = 1040;
+// The data are read in pieces of this size, so memory grows only with the bytes that arrive.
+constexpr std::size_t kChunk = std::size_t{16} << 20;
+
+IdxArray read_idx_unchecked(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    io_fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+  if (S_ISDIR(st.st_mode)) io_fail(path, "is a directory, not an IDX file");
+  // The size bounds the data only for a regular file (a pipe or device reports none).
+  const bool sized = S_ISREG(st.st_mode);
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+
   std::unique_ptr<gzFile_s, GzCloser> f(gzopen(path.c_str(), "rb"));
   if (!f) io_fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
   gzbuffer(f.get(), 1 << 17);
@@ -92,19 +125,46 @@ IdxArray read_idx(const std::string& path) {
   const int rank = magic[3];
   if (rank == 0) io_fail(path, "not an IDX file (rank 0)");
   std::uint64_t numel = 1;
+  bool overflow = false, empty = false;
   for (int d = 0; d < rank; ++d) {
     std::uint8_t b[4];
     if (!read_exact(f.get(), b, 4, path)) io_fail(path, "file is truncated (in the header)");
     const std::uint64_t dim = (std::uint64_t{b[0]} << 24) | (std::uint64_t{b[1]} << 16) |
                               (std::uint64_t{b[2]} << 8) | b[3];
-    numel *= dim;
-    if (numel > (std::uint64_t{1} << 40)) io_fail(path, "implausibly large dimensions");
+    overflow |= __builtin_mul_overflow(numel, dim, &numel);
+    empty |= dim == 0;
     out.dims.push_back(static_cast<std::int64_t>(dim));
   }
-  out.data.resize(static_cast<std::size_t>(numel) * size);
-  if (!read_exact(f.get(), out.data.data(), out.data.size(), path))
-    io_fail(path, "file is truncated (the header announces " + shape_to_string(out.dims) +
-                      " values of " + std::to_string(size) + " bytes)");
+  std::uint64_t bytes = 0;
+  if (empty) numel = 0, overflow = false;
+  overflow |= __builtin_mul_overflow(numel, std::uint64_t{size}, &bytes);
+  if (overflow || bytes > kMaxIdxBytes)
+    io_fail(path, "the header announces " + shape_to_string(out.dims) + " values of " +
+                      std::to_string(size) + " bytes, too large (the limit is " +
+                      std::to_string(kMaxIdxBytes) + " bytes)");
+  const std::uint64_t header = 4 + 4 * static_cast<std::uint64_t>(rank);
+  const std::string announced = "the header announces " + shape_to_string(out.dims) +
+                                " values of " + std::to_string(size) + " bytes (" +
+                                std::to_string(bytes) + " bytes)";
+  if (sized && gzdirect(f.get()) && header + bytes > file_size)
+    io_fail(path, "file is truncated: " + announced + ", the file has " +
+                      std::to_string(file_size - std::min(file_size, header)) +
+                      " bytes after the header");
+  if (sized && !gzdirect(f.get()) && bytes / kMaxGzipRatio > file_size)
+    io_fail(path, "file is truncated or corrupted: " + announced + ", more than " +
+                      std::to_string(file_size) + " compressed bytes can hold");
+
+  // Grown as data arrive, so a header that lies costs no more memory than the file holds (for
+  // a plain file the size was checked above, so all of it can be reserved at once).
+  if (sized && gzdirect(f.get())) out.data.reserve(static_cast<std::size_t>(bytes));
+  std::uint64_t have = 0;
+  while (have < bytes) {
+    const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(bytes - have, kChunk));
+    out.data.resize(static_cast<std::size_t>(have) + piece);
+    if (!read_exact(f.get(), out.data.data() + have, piece, path))
+      io_fail(path, "file is truncated: " + announced + ", the data end sooner");
+    have += piece;
+  }
   char extra;
   if (gzread(f.get(), &extra, 1) > 0)
     io_fail(path, "unexpected data after the " + shape_to_string(out.dims) + " values");
@@ -119,6 +179,18 @@ IdxArray read_idx(const std::string& path) {
       std::reverse(out.data.begin() + static_cast<std::ptrdiff_t>(i),
                    out.data.begin() + static_cast<std::ptrdiff_t>(i + size));
   return out;
+}
+
+}  // namespace
+
+IdxArray read_idx(const std::string& path) {
+  try {
+    return read_idx_unchecked(path);
+  } catch (const std::bad_alloc&) {
+    io_fail(path, "not enough memory for the values the file holds");
+  } catch (const std::length_error&) {
+    io_fail(path, "not enough memory for the values the file holds");
+  }
 }
 
 Tensor read_idx_images(const std::string& path) {
