@@ -1,0 +1,7 @@
+// Sanitizer defaults for the fuzzers and their replay programs. kiln reports an allocation that
+// fails as OUT_OF_MEMORY; capping single allocations turns a legitimately huge (but lazily
+// described) tensor into that clean error instead of a machine-sized allocation.
+extern "C" const char* __asan_default_options();
+extern "C" const char* __asan_default_options() {
+  return "allocator_may_return_null=1:max_allocation_size_mb=1024:detect_leaks=1";
+}
