@@ -141,6 +141,30 @@ void test_images(void) {
     CHECK_ERROR(fload_image("kiln_c_test_text.png") == NULL, IO_ERROR, "fload_image");
     remove("kiln_c_test_text.png");
   }
+  /* A write that fails (a full device) is an error, not NO_ERROR. */
+  {
+    FILE *full = fopen("/dev/full", "wb");
+    if (full != NULL) {
+      fclose(full);
+      CHECK_ERROR(fstore_image(rgb, "/dev/full", F_PNG) == IO_ERROR, IO_ERROR, "fstore_image",
+                  "/dev/full");
+    }
+  }
+  /* An HDR image of width 0 is an error, not an empty node. */
+  {
+    FILE *hdr = fopen("kiln_c_test_empty.hdr", "wb");
+    CHECK(hdr != NULL);
+    if (hdr) {
+      fputs("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 3 +X 0\n", hdr);
+      fclose(hdr);
+    }
+    CHECK_ERROR(fload_image("kiln_c_test_empty.hdr") == NULL, IO_ERROR, "fload_image",
+                "kiln_c_test_empty.hdr", "width 0");
+    remove("kiln_c_test_empty.hdr");
+  }
+  /* A path with control characters is escaped in the message. */
+  CHECK_ERROR(fload_image("kiln_c_test_\033[2J.png") == NULL, IO_ERROR, "fload_image",
+              "kiln_c_test_\\x1b[2J.png");
   rgb->reference_counter--;
   fFreeGraph(rgb);
 }
