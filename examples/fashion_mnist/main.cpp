@@ -287,14 +287,23 @@ int main(int argc, char** argv) {
       std::printf("saved the parameters to %s\n", o.save.c_str());
     }
 
+    // Each output is checked to the end (the last buffer is written by flush and close), and a
+    // failure makes the run fail: a results file that silently lacks its numbers is worse than
+    // none.
+    bool outputs_ok = true;
     std::ofstream csv(o.csv);
     csv << "epoch,train_loss,test_loss,test_accuracy,epoch_seconds,images_per_second\n";
     for (const auto& r : results)
       csv << r.epoch << ',' << r.train_loss << ',' << r.test_loss << ',' << r.test_accuracy << ','
           << r.seconds << ',' << r.images_per_second << '\n';
+    csv.flush();
     csv.close();
-    if (!csv) std::fprintf(stderr, "fashion_mnist: could not write %s\n", o.csv.c_str());
-    else std::printf("wrote %s\n", o.csv.c_str());
+    if (!csv) {
+      std::fprintf(stderr, "fashion_mnist: could not write %s\n", o.csv.c_str());
+      outputs_ok = false;
+    } else {
+      std::printf("wrote %s\n", o.csv.c_str());
+    }
 
     plot::Chart chart;
     chart.title = std::string("Fashion-MNIST, ") + (o.small ? "small CNN" : "2 Conv+pooling CNN");
@@ -313,10 +322,14 @@ int main(int argc, char** argv) {
       acc_series.y.push_back(r.test_accuracy);
     }
     chart.series = {loss_series, acc_series};
-    if (!plot::write_chart_png(chart, o.plot))
+    if (!plot::write_chart_png(chart, o.plot)) {
       std::fprintf(stderr, "fashion_mnist: could not write %s\n", o.plot.c_str());
-    else std::printf("wrote %s\n", o.plot.c_str());
-    return 0;
+      outputs_ok = false;
+    } else {
+      std::printf("wrote %s\n", o.plot.c_str());
+    }
+    if (std::fflush(stdout) != 0) outputs_ok = false;
+    return outputs_ok ? 0 : 1;
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "\nfashion_mnist: error (%s): %s\n", kiln::error_code_name(e.code()),
                  e.what());

@@ -92,8 +92,28 @@ void Canvas::text_up(int x, int y, const std::string& s, int scale, Rgb c) {
   }
 }
 
+namespace {
+void append(void* context, void* data, int size) {
+  auto* out = static_cast<std::vector<unsigned char>*>(context);
+  const auto* p = static_cast<const unsigned char*>(data);
+  try {
+    out->insert(out->end(), p, p + size);
+  } catch (...) {
+    out->clear();  // reported as a failed encoding; nothing may unwind through stb's C code
+  }
+}
+}  // namespace
+
+// stb's file writer ignores fwrite's and fclose's results, so the PNG is encoded into memory and
+// written here with every step checked.
 bool Canvas::write_png(const std::string& path) const {
-  return stbi_write_png(path.c_str(), w_, h_, 3, pixels_.data(), w_ * 3) != 0;
+  std::vector<unsigned char> png;
+  if (stbi_write_png_to_func(append, &png, w_, h_, 3, pixels_.data(), w_ * 3) == 0 || png.empty())
+    return false;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  const bool written = std::fwrite(png.data(), 1, png.size(), f) == png.size() && std::fflush(f) == 0;
+  return std::fclose(f) == 0 && written;
 }
 
 // ---- chart ----------------------------------------------------------------------------------------
