@@ -5,7 +5,8 @@ set -euo pipefail
 
 PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config
           libdnnl-dev libopenblas-dev libsleef-dev libstb-dev zlib1g-dev
-          dataset-fashion-mnist)
+          dataset-fashion-mnist
+          clang libclang-rt-14-dev libomp-14-dev)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs all kiln tests: unit tests (Release), install + consumer check,
-# and the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers for a
+# bounded time (scripts/fuzz.sh; FUZZ_SECONDS per harness).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,5 +40,12 @@ cmake --build build-asan -j2
 
 section "unit tests (ASan + UBSan)"
 ctest --test-dir build-asan --output-on-failure -j2
+
+section "fuzzers (scripts/fuzz.sh: libFuzzer + ASan + UBSan, build-fuzz/)"
+if command -v clang++ >/dev/null 2>&1; then
+  ./scripts/fuzz.sh
+else
+  echo "fuzzers SKIPPED: clang++ not found (scripts/setup.sh installs clang libclang-rt-14-dev libomp-14-dev)"
+fi
 
 section "all tests passed"
