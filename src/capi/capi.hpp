@@ -109,7 +109,10 @@ FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphN
 // The node behind a live FGraphNode*, or nullptr for NULL and pointers not made here (or freed).
 CNode* lookup(const FGraphNode* p) noexcept;
 // Sets result_data from the tensor's computed result.
+// Points the node's result_data at its tensor's values (once; safe from several threads).
 void attach_result(CNode& node);
+// The node's result_data, read under the lock attach_result writes it under.
+FResultData* attached_result(CNode& node);
 // Makes `node` an FSTORE node whose store points at `buffer`.
 void attach_store(CNode& node, std::shared_ptr<detail::Buffer> buffer);
 // The FOperationType that best describes a kiln node built outside a C function.

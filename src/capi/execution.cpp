@@ -149,7 +149,7 @@ FGraphNode* fExecuteGraph_gpu_eagerly(FGraphNode* node) {
 FResultData* fSyncMemory(FGraphNode* data) {
   Call call("fSyncMemory");
   return guarded(call, static_cast<FResultData*>(nullptr),
-                 [&] { return call.node(data, "node").result_data; });
+                 [&] { return attached_result(call.node(data, "node")); });
 }
 
 // ---- gradients ---------------------------------------------------------------------------------

@@ -94,6 +94,7 @@ std::vector<stbi_uc> read_whole_file(const char* path) {
   if (size > kMaxFileBytes)
     io_error(path, "the file has " + std::to_string(size) + " bytes, more than the " +
                        std::to_string(kMaxFileBytes) + " kiln reads as an image");
+  if (size == 0) io_error(path, "the file is empty");
   std::vector<stbi_uc> bytes(static_cast<std::size_t>(size));
   if (!bytes.empty() && std::fread(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
     io_error(path, std::ferror(f.get()) ? "read error" : "the file shrank while being read");
@@ -104,8 +105,8 @@ std::vector<stbi_uc> read_whole_file(const char* path) {
 enum class Format { png, jpeg, gif, bmp, psd, pic, pnm, hdr, tga };
 
 // The format stb decodes `b` as (stb_info has already accepted it). Every format but TGA has a
-// signature, and stb tries TGA last; a TGA's second byte (colour map type) is 0 or 1, which no
-// other signature starts with, so the two cannot be confused.
+// signature, and stb tries TGA last; a TGA's second byte (its colour map type) is 0 or 1, which
+// no signature has there, so a TGA is never taken for another format or the other way round.
 Format format_of(const std::vector<stbi_uc>& b) {
   auto starts = [&](const char* sig, std::size_t n) {
     return b.size() >= n && std::memcmp(b.data(), sig, n) == 0;
@@ -143,7 +144,8 @@ std::uint64_t bytes_needed(Format format, const std::vector<stbi_uc>& b, std::ui
       const std::uint64_t type = b[2], bits = b[16];
       const std::uint64_t start = 18 + b[0];  // header and image id
       std::uint64_t palette = 0;
-      if (b[1] == 1) palette = le(b, 5, 2) * ((b[7] + 7) / 8);
+      // stb reads a colour map only for colour-mapped images (types 1 and 9).
+      if (b[1] == 1 && (type == 1 || type == 9)) palette = le(b, 5, 2) * ((b[7] + 7) / 8);
       if (type >= 1 && type <= 3) return start + palette + w * h * ((bits + 7) / 8);
       if (type >= 9 && type <= 11) return start + palette + 2 * ((w * h + 127) / 128);
       return 0;
@@ -234,7 +236,8 @@ Tensor decode(const std::vector<stbi_uc>& bytes, const char* path) {
     if (pixels == nullptr) io_error(path, "cannot decode (" + stb_reason() + ")");
     // stb_info may give the channels of the file where the decoder expands them (GIF, PSD).
     if (dw != w || dh != h || dc < 1 || dc > 4 ||
-        static_cast<std::uint64_t>(dw) * static_cast<std::uint64_t>(dh) * 4 > 4 * kMaxValues)
+        static_cast<std::uint64_t>(dw) * static_cast<std::uint64_t>(dh) *
+                static_cast<std::uint64_t>(dc) > kMaxValues)
       io_error(path, "decoded to another size than its header gives");
   };
   if (hdr) {
@@ -333,7 +336,7 @@ FErrorType fstore_image(FGraphNode* node, const char* path, enum FImageFormat fo
       throw CError(ILLEGAL_DIMENSION, "image size " + shape_to_string(s) + " not writable");
     if (format == F_JPEG && (h > 65535 || w > 65535))
       throw CError(ILLEGAL_DIMENSION, "JPEG images are at most 65535 pixels wide and high");
-    if (n.result_data == nullptr) execute(n);
+    execute(n);  // evaluates only once; safe while other threads execute n
 
     const std::vector<double> values = n.tensor.to_vector<double>();
     std::vector<unsigned char> pixels(values.size());

@@ -123,13 +123,29 @@ int to_axis(unsigned int axis, const char* what) {
 
 FOperationType op_type_of(const Tensor& t) { return op_type_of_name(t.op_name()); }
 
+namespace {
+// Guards the result fields of every CNode: several threads may execute the same node.
+std::mutex& result_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
 void attach_result(CNode& n) {
   const auto& node = n.tensor.node();
+  std::lock_guard lock(result_mutex());
   if (!node->result) throw CError(INTERNAL_ERROR, "the executed node holds no result");
+  // Attached already: no write, so a thread reading result_data meanwhile reads a settled value.
+  if (n.result_data != nullptr && n.result_buffer == node->result) return;
   n.result_buffer = node->result;
   n.result.data = n.result_buffer->data();
   n.result.num_entries = static_cast<std::size_t>(n.result_buffer->numel());
   n.result_data = &n.result;
+}
+
+FResultData* attached_result(CNode& n) {
+  std::lock_guard lock(result_mutex());
+  return n.result_data;
 }
 
 void attach_store(CNode& n, std::shared_ptr<detail::Buffer> buffer) {
@@ -247,7 +263,8 @@ FGraphNode* fOptimizeMemory(FGraphNode* node) {
   return guarded(call, static_cast<FGraphNode*>(nullptr), [&] {
     CNode& n = call.node(node, "node");
     const auto& kn = n.tensor.node();
-    if (n.result_data == nullptr || kn->watched.load() || kn->in_gradient_context) return node;
+    if (attached_result(n) == nullptr || kn->watched.load() || kn->in_gradient_context)
+      return node;
     // The result as a leaf: the graph behind the node is released.
     auto leaf = std::make_shared<detail::Node>(detail::Op::store, kn->dtype, kn->shape,
                                                std::vector<detail::NodePtr>{});

@@ -75,7 +75,7 @@ char* fserialize(FGraphNode* node, size_t* bytes_written) {
   Call call("fserialize");
   return guarded(call, static_cast<char*>(nullptr), [&] {
     CNode& n = call.node(node, "node");
-    if (n.result_data == nullptr) execute(n);
+    execute(n);  // evaluates only once; safe while other threads execute n
     const detail::Buffer& values = *n.result_buffer;
     const std::size_t rank = n.shape.size();
     if (rank < 1 || rank > static_cast<std::size_t>(kMaxRank))

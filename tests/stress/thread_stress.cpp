@@ -44,31 +44,37 @@ TEST(ThreadStress, BuildEvaluateAndDifferentiateSharedGraphs) {
   const Tensor a = Tensor::from(av, {kSize});
   const Tensor b = Tensor::from(bv, {kSize});
   a.watch();
-  // Built outside a context: the first thread to evaluate it turns it into a leaf while others
-  // build on it. Built inside one: kept whole, differentiated through by every thread.
-  const Tensor shared = a * b + 1.0;
-  Tensor shared_differentiable;
-  {
+  // Fresh shared nodes for every round, so that each round races anew. Built outside a context
+  // (a view): the first thread to evaluate one turns it into a leaf while the others build views
+  // on it and walk through it. Built inside one: kept whole, differentiated through by every
+  // thread while another evaluates it.
+  std::vector<Tensor> shared, differentiable;
+  for (int round = 0; round < kRounds; ++round) {
+    shared.push_back(kiln::slice(a * b + double(round), {0}, {kSize}, {1}));
     kiln::GradientContext ctx;
-    shared_differentiable = kiln::exp(a * 0.1) * b;
+    differentiable.push_back(kiln::exp(a * 0.1) * b + double(round));
   }
   std::atomic<int> wrong{0};
   on_threads([&](int t) {
     for (int round = 0; round < kRounds; ++round) {
       const double k = t + 1 + round % 3;
+      if (round % kThreads == t) {
+        shared[round].eval();
+        differentiable[round].eval();
+      }
       // Build on the shared node and evaluate, while other threads do the same.
-      const Tensor u = kiln::relu(shared) * k;
+      const Tensor u = kiln::relu(kiln::reshape(shared[round], {kSize / 2, 2})) * k;
+      if (kiln::topological_order(u).empty()) ++wrong;
       const std::vector<double> uv = u.to_vector<double>();
       for (std::int64_t i = 0; i < kSize; ++i) {
-        const double want = std::max(0.0, av[i] * bv[i] + 1.0) * k;
+        const double want = std::max(0.0, av[i] * bv[i] + round) * k;
         if (uv[static_cast<std::size_t>(i)] != want) ++wrong;
       }
-      if (round % 5 == t) shared.eval();
       // Differentiate through the shared differentiable node, in this thread's own context.
       Tensor y;
       {
         kiln::GradientContext ctx;
-        y = kiln::sum(shared_differentiable * k);
+        y = kiln::sum(differentiable[round] * k);
       }
       const std::vector<double> g = kiln::gradient(y, a).to_vector<double>();
       for (std::int64_t i = 0; i < kSize; ++i) {
@@ -76,11 +82,11 @@ TEST(ThreadStress, BuildEvaluateAndDifferentiateSharedGraphs) {
         if (std::abs(g[static_cast<std::size_t>(i)] - want) > 1e-12 * (1 + std::abs(want))) ++wrong;
       }
       // An independent graph of this thread's own, grown past the auto-evaluation depth.
-      Tensor x = kiln::zeros({8}, kiln::DType::f64);
-      for (int i = 0; i < 5000; ++i) x = x + 1.0;
-      if (x.to_vector<double>()[7] != 5000.0) ++wrong;
-      // Walk the shared graph.
-      if (kiln::topological_order(u).empty()) ++wrong;
+      if (round % 10 == 0) {
+        Tensor x = kiln::zeros({8}, kiln::DType::f64);
+        for (int i = 0; i < 5000; ++i) x = x + 1.0;
+        if (x.to_vector<double>()[7] != 5000.0) ++wrong;
+      }
     }
   });
   EXPECT_EQ(wrong.load(), 0);
