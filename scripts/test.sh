@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs all kiln tests: unit tests (Release), install + consumer check,
-# the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers for a
-# bounded time (scripts/fuzz.sh; FUZZ_SECONDS per harness).
+# the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, the thread stress test
+# under ThreadSanitizer, and the fuzzers for a bounded time (scripts/fuzz.sh; FUZZ_SECONDS per
+# harness).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -40,6 +41,16 @@ cmake --build build-asan -j2
 
 section "unit tests (ASan + UBSan)"
 ctest --test-dir build-asan --output-on-failure -j2
+
+section "thread stress test under ThreadSanitizer (build-tsan/)"
+# g++'s ThreadSanitizer, so that kiln and Debian's oneDNN share one OpenMP runtime (libgomp); the
+# OpenMP team is held at one thread because libgomp is not instrumented (its own synchronisation
+# would be reported). The test's four threads are std::threads and race on kiln's graphs.
+configure_ninja build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE_THREAD=ON \
+  -DKILN_BUILD_TESTS=ON -DKILN_BUILD_EXAMPLES=OFF -DKILN_BUILD_BENCH=OFF
+cmake --build build-tsan -j2 --target kiln_thread_stress
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 KILN_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+  OPENBLAS_NUM_THREADS=1 ./build-tsan/tests/kiln_thread_stress
 
 section "fuzzers (scripts/fuzz.sh: libFuzzer + ASan + UBSan, build-fuzz/)"
 if command -v clang++ >/dev/null 2>&1; then
