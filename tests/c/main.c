@@ -118,6 +118,9 @@ FGraphNode *kt_node(enum FType type, const double *values, int n, const size_t *
   return node;
 }
 
+/* Hostile arguments to every function (test_hostile.c). */
+void test_hostile(void);
+
 int main(void) {
   /* Before anything else: no error yet. */
   CHECK(fErrorType() == NO_ERROR);
@@ -133,6 +136,7 @@ int main(void) {
   test_logging();
   test_serialization();
   test_images();
+  test_hostile();
 
   flintCleanup();
   printf("%d passed, %d failed\n", kt_checks - kt_failures, kt_failures);
