@@ -195,6 +195,18 @@ void graph_corpus() {
     }
     write("graph", "random-" + std::to_string(k), program);
   }
+  // Programs aimed at size arithmetic that once overflowed (byte meanings in graph.cpp):
+  // PyTorch-style pooling and convolution of a [1,1,5,5] input with a 2x2 window, stride 1 and
+  // a dilation of INT64_MAX (conv2d with 1 filter and no bias) ...
+  for (std::uint8_t which : {0, 1, 2}) {
+    Bytes p{23, which, 0, 0, 5, 5, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0, 200, 197, 197, 0, 0};
+    write("graph", "window2d-dilation-max-" + std::to_string(which), p);
+  }
+  // ... and a [4] f64 node sliced from 0 to LONG_MAX with step LONG_MAX, then repeated,
+  // extended and windowed with hostile sizes.
+  write("graph", "slice-step-max",
+        Bytes{0, 0, 3, 0, 4, 0, 1, 1, 2, 2, 3, 3, 4, 4, 0, 0, 12, 1, 0, 0, 2, 3,
+              0, 2, 185, 0, 2, 185, 15, 0, 0, 0, 2, 210, 13, 0, 0, 0, 2, 215, 0, 2, 215});
 }
 
 }  // namespace
