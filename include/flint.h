@@ -413,7 +413,9 @@ FGraphNode *fdeserialize(char *data, size_t *bytes_read);
 /** Loads an image (PNG, JPEG, BMP, GIF, TGA, PSD, HDR, PIC, PNM: what stb_image reads) as an
  * F_FLOAT32 node of shape [height, width, channels] with values in [0, 1] (8-bit values
  * divided by 255; HDR images keep their linear values). An unreadable path or file is an
- * IO_ERROR. */
+ * IO_ERROR, and so is a file that is not a regular file, is larger than 2^30 bytes, has a width
+ * or height of 0, claims more than 2^28 values (height * width * channels) or more than its bytes
+ * can encode, or is truncated: the header is checked before anything is decoded. */
 FGraphNode *fload_image(const char *path);
 /** Writes `node` as an image file: shape [height, width, channels] with 1-4 channels (or
  * [height, width]: grayscale) and values in [0, 1] of any type, clamped to [0, 1] and

@@ -352,7 +352,9 @@ class Adam : public Optimizer {
 // load() checks the whole file before changing anything: a file that cannot be read, is
 // truncated or corrupted throws kiln::Error(io_error); one written for a model with other
 // parameters (count, names, types or shapes) throws kiln::Error(incompatible_shapes). The
-// message names the file and the first difference.
+// message names the file and the first difference. Only regular files are read.
+// save() writes a temporary file beside `path`, flushes it to disk and renames it over `path`,
+// so a failed save (a full disk) throws kiln::Error(io_error) and leaves the old file intact.
 void save(const Module& module, const std::string& path);
 void load(Module& module, const std::string& path);
 // The same for a list of named parameters.
