@@ -39,7 +39,8 @@ namespace {
 // graph below it. Inside a gradient context graphs are kept whole, since gradients need them.
 constexpr std::uint32_t kAutoEvaluateDepth = 4096;
 
-thread_local int auto_evaluation_pauses = 0;
+// initial-exec: read for every node built (see graph_lock.cpp).
+thread_local int auto_evaluation_pauses __attribute__((tls_model("initial-exec"))) = 0;
 
 // Computes the node's depth and wraps it in a handle; the caller holds a GraphReadLock.
 Tensor finish(NodePtr node) {

@@ -16,7 +16,8 @@ namespace kiln {
 namespace {
 // Per thread: a context on one thread must not change how another thread's graphs are built
 // (outside a context, deep graphs are evaluated as they grow; inside, they are kept whole).
-thread_local int context_depth = 0;
+// (initial-exec: read for every node built; see graph_lock.cpp.)
+thread_local int context_depth __attribute__((tls_model("initial-exec"))) = 0;
 
 std::string describe(const Tensor& t) {
   return shape_to_string(t.shape()) + (t.name().empty() ? "" : " \"" + t.name() + "\"");

@@ -13,7 +13,9 @@ std::shared_mutex& graph_mutex() {
   return m;
 }
 enum class Held { none, read, write };
-thread_local Held held = Held::none;
+// Read for every node built: the initial-exec model makes that a plain load instead of a call to
+// __tls_get_addr, as kiln is a shared library.
+thread_local Held held __attribute__((tls_model("initial-exec"))) = Held::none;
 }  // namespace
 
 GraphReadLock::GraphReadLock() : locked_(held == Held::none) {
