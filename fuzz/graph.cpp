@@ -40,6 +40,21 @@ constexpr std::size_t kMaxSteps = 64;
 constexpr int kArray = 80;
 constexpr int kMaxRank = 64;
 
+// KILN_FUZZ_TRACE=1 prints each call's outcome (to read what a saved input does).
+const bool trace = std::getenv("KILN_FUZZ_TRACE") != nullptr;
+
+void print_node(const char* op, const FGraphNode* r) {
+  std::fprintf(stderr, "%s -> ", op);
+  if (r == nullptr) {
+    std::fprintf(stderr, "NULL (%d: %s)\n", static_cast<int>(fErrorType()), fErrorMessage());
+    return;
+  }
+  std::fprintf(stderr, "type %d [", static_cast<int>(r->operation.data_type));
+  for (int d = 0; d < r->operation.dimensions; ++d)
+    std::fprintf(stderr, d ? ",%zu" : "%zu", r->operation.shape[d]);
+  std::fprintf(stderr, "]\n");
+}
+
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "kiln graph fuzzer: %s (last error %d: %s)\n", what,
                static_cast<int>(fErrorType()), fErrorMessage());
@@ -218,6 +233,11 @@ class Program {
 
   // Records the result of `op` with operands `preds` (indices, -1 for NULL).
   void result(const char* op, FGraphNode* r, std::vector<int> preds) {
+    if (trace) {
+      std::fprintf(stderr, "node %zu = ", nodes_.size());
+      for (int p : preds) std::fprintf(stderr, "%d ", p);
+      print_node(op, r);
+    }
     if (r == nullptr) {
       check_error(op);
       return;
@@ -251,6 +271,11 @@ class Program {
     }
     Entry& e = nodes_[i];
     if (e.big || e.freed) return;
+    if (trace) {
+      std::fprintf(stderr, "execute node %d (way %d), op %d of ", i, how % 4,
+                   static_cast<int>(e.node->operation.op_type));
+      print_node("", e.node);
+    }
     arm();
     FGraphNode* r = nullptr;
     switch (how % 4) {
@@ -342,8 +367,8 @@ class Program {
     if (mismatch == 0xFD) num = -1;
     if (mismatch == 0xFC) rank = 0;
     if (mismatch == 0xFB) rank = -3;
-    // 64 values of up to 8 bytes: the most fCreateGraph may read for num <= 64.
-    alignas(8) unsigned char data[64 * 8];
+    // Up to 65 values (64, one more for a mismatching count) of up to 8 bytes.
+    alignas(8) unsigned char data[65 * 8];
     for (int k = 0; k < (num > 0 ? num : 0); ++k) {
       const std::uint8_t b = in_.u8();
       switch (type) {
@@ -495,7 +520,14 @@ class Program {
       case 3: r = freduce_max(x, ax); break;
       case 4: r = fflatten_dimension(x, ax); break;
       case 5: r = fconvert(x, static_cast<FType>(in_.u8() < 240 ? ax & 3 : ax)); break;
-      case 6: r = fpermutate(x, unsigned_value(in_)); break;
+      case 6: {
+        const unsigned axis = unsigned_value(in_);
+        // A permutation holds one index per slice along the axis: a lazily huge node would
+        // legitimately need gigabytes for it.
+        if (a >= 0 && nodes_[a].big) return;
+        r = fpermutate(x, axis);
+        break;
+      }
       default: {
         const unsigned axis = unsigned_value(in_);
         r = fexpand(x, axis, unsigned_value(in_));
@@ -561,6 +593,10 @@ class Program {
     arm();
     if (stepped) {
       const long* t = fill(step, r, -1, [this] { return long_value(in_); });
+      if (trace && s && i && t)
+        for (int k = 0; k < r; ++k)
+          std::fprintf(stderr, "  dimension %d: new size %zu, insert at %zu, step %ld\n", k, s[k],
+                       i[k], t[k]);
       result("fextend_step", fextend_step(node_at(a), s, i, t), {a});
     } else {
       result("fextend", fextend(node_at(a), s, i), {a});
