@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kiln/activations.hpp"
+#include "kiln/indexing.hpp"
 #include "kiln/kiln.hpp"
 #include "kiln/nn.hpp"
 #include "kiln/windows.hpp"
@@ -162,6 +163,33 @@ TEST(HostileEdges, PoolingAndFlattenTakeABatchOfNothing) {
   kiln::nn::Flatten flatten;
   EXPECT_EQ(flatten.forward(none).shape(), (kiln::Shape{0, 32}));
   EXPECT_EQ(flatten.forward(none).to_vector<float>().size(), 0u);
+}
+
+}  // namespace
+
+namespace {
+
+// Found by the graph fuzzer (fuzz/regressions/graph/).
+TEST(HostileEdges, PaddingOfNothingBroadcastReadsNothing) {
+  // An empty tensor padded to [1] is all padding, with an offset before its (absent) first
+  // element; broadcast, the CPU executor read the 8 bytes before the empty buffer.
+  const Tensor none = kiln::zeros({0}, kiln::DType::i64);
+  const Tensor zero = kiln::extend(none, {1}, {1});
+  const Tensor cube = kiln::reshape(kiln::arange(8) + std::int64_t{1}, {2, 2, 2});
+  EXPECT_EQ((zero + cube).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ((zero * cube).to_vector<std::int64_t>(), (std::vector<std::int64_t>(8, 0)));
+}
+
+TEST(HostileEdges, ResultsWithNoElementsCostNothing) {
+  // Empty results whose other sizes are huge: a concat copied 2^40 outer rows of nothing and a
+  // permuted copy tabulated them; neither computes anything now.
+  const std::int64_t big = std::int64_t{1} << 40;
+  const Tensor empty = kiln::zeros({big, 0}, kiln::DType::f32);
+  EXPECT_EQ(kiln::concat({empty, empty}, 1).contiguous().to_vector<float>().size(), 0u);
+  EXPECT_EQ(kiln::permute(empty, {1, 0}).contiguous().to_vector<float>().size(), 0u);
+  const Tensor idx = kiln::zeros({0}, kiln::DType::i64);
+  EXPECT_EQ(kiln::index(kiln::ones({3}), idx).to_vector<float>().size(), 0u);
 }
 
 }  // namespace

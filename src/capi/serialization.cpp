@@ -148,15 +148,15 @@ FGraphNode* fdeserialize(char* data, size_t* bytes_read) {
       shape[d] = static_cast<std::int64_t>(dim);
       empty = empty || dim == 0;
     }
-    if (!empty) {
-      for (std::size_t d = 0; d < rank; ++d) {
-        const auto dim = static_cast<std::uint64_t>(shape[d]);
-        if (count > kMaxElements / dim) corrupt("shape " + shape_to_string(shape) + " is too large");
-        count *= dim;
-      }
-    } else {
-      count = 0;
+    // The non-zero sizes are bounded even when one size is 0: the strides of an empty tensor
+    // multiply them too.
+    for (std::size_t d = 0; d < rank; ++d) {
+      const auto dim = static_cast<std::uint64_t>(shape[d]);
+      if (dim == 0) continue;
+      if (count > kMaxElements / dim) corrupt("shape " + shape_to_string(shape) + " is too large");
+      count *= dim;
     }
+    if (empty) count = 0;
     std::size_t data_bytes = 0, total = 0;
     if (__builtin_mul_overflow(static_cast<std::size_t>(count), element, &data_bytes) ||
         __builtin_add_overflow(data_bytes, header + 8, &total))

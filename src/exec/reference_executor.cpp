@@ -22,7 +22,8 @@ class ReferenceExecutor final : public Executor {
     const std::unordered_set<detail::Node*> computed(order.begin(), order.end());
     for (detail::Node* node : order) {
       auto out = std::make_shared<detail::Buffer>(node->dtype, node->numel());
-      detail::run_reference_kernel(*node, *out);
+      // No elements: nothing to compute, however large the other sizes of the shape.
+      if (out->numel() != 0) detail::run_reference_kernel(*node, *out);
       node->result = std::move(out);
       for (detail::Node* dep : detail::dependencies(*node)) {
         if (--remaining[dep] == 0 && !wanted.count(dep) && dep->handles.load() == 0 &&

@@ -1098,7 +1098,13 @@ class CpuExecutor final : public Executor {
       const Kernel& k = kernels[i];
       KernelPlan& p = plan.kernels[i];
       const ProfileTimer timer;
-      switch (k.kind) {
+      // A result with no elements needs no kernel, however large the other sizes of its shape:
+      // kernels that loop over those (concat's outer rows, a copy through a permutation) would
+      // spend time and memory on them for nothing.
+      if (k.root->numel() == 0) {
+        k.root->result = std::make_shared<Buffer>(k.root->dtype, 0);
+        for (Node* s : k.stored) s->result = std::make_shared<Buffer>(s->dtype, 0);
+      } else switch (k.kind) {
         case Kernel::Kind::elementwise:
           reusable(k, structure_, plan, readers, reuse_);
           run_elementwise(k, code_of(p, k, structure_), structure_, reuse_);

@@ -9,6 +9,7 @@
 namespace kiln::detail::cpu {
 
 void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
+  if (n <= 0) return;  // `in` may be null then (nothing to read), which memcpy does not allow
   if (from == to) {
     std::memcpy(out, in, static_cast<std::size_t>(n) * size_of(to));
     return;
@@ -202,8 +203,11 @@ void Source::read_typed(std::int64_t start, std::int64_t n, T* out) const {
         for (std::int64_t j = 0; j < lo; ++j) o[j] = fill;
         for (std::int64_t j = hi; j < run; ++j) o[j] = fill;
       }
-      const S* s = src + base + (j0 + lo) * stride;
-      if (stride == 1) {
+      // A run all of padding reads nothing: its position may lie outside the buffer (an empty
+      // tensor padded and broadcast has an offset before its first element).
+      const S* s = lo < hi ? src + base + (j0 + lo) * stride : nullptr;
+      if (s == nullptr) {
+      } else if (stride == 1) {
         for (std::int64_t j = lo; j < hi; ++j) o[j] = convert_value<T>(s[j - lo]);
       } else if (stride == 0) {
         const T v = convert_value<T>(*s);
