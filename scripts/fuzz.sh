@@ -57,16 +57,17 @@ for h in "${HARNESSES[@]}"; do
     -max_len=4096 -print_final_stats=1 -artifact_prefix="$work/artifacts/" >"$log" 2>&1
   rc=$?
   set -e
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | sed 's/cov: //')
-  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -n 1 | sed 's/ft: //')
+  # A harness that fails on a seed dies before printing any statistics.
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1 || true)
+  cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | sed 's/cov: //')
+  ft=$( (grep -o 'ft: [0-9]*' "$log" || true) | tail -n 1 | sed 's/ft: //')
   line="$h: ${execs:-?} executions, cov: ${cov:-?}, ft: ${ft:-?}"
   if [ $rc -ne 0 ]; then
     crash=$(ls "$work/artifacts" 2>/dev/null | head -n 1)
     line="$line, FAILED (exit $rc): $work/artifacts/${crash:-<none>}"
     failed+=("$h")
     # The report: what went wrong and where.
-    grep -E -m 30 'ERROR|SUMMARY|runtime error|#[0-9]+ 0x|==[0-9]+==|kiln graph fuzzer|Test unit written|artifact_prefix' "$log" || tail -n 40 "$log"
+    { grep -E -m 30 'ERROR|SUMMARY|runtime error|#[0-9]+ 0x|==[0-9]+==|kiln graph fuzzer|Test unit written|artifact_prefix' "$log" || tail -n 40 "$log"; }
     echo "fuzz: $h failed; full log: $log"
     echo "fuzz: keep the input as a regression: cp $work/artifacts/${crash:-<file>} fuzz/regressions/$h/"
   fi
