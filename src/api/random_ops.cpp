@@ -1,5 +1,6 @@
 // Random tensors and random transformations, each with its seed fixed at build time.
 #include <numbers>
+#include <new>
 #include <numeric>
 
 #include "api/builder.hpp"
@@ -36,9 +37,19 @@ Tensor random_normal(Shape shape, DType dtype) {
 Tensor permutate(const Tensor& a, int axis, std::uint64_t seed) {
   detail::node_of(a, "permutate");
   const int ax = detail::normalize_axis("permutate", axis, a.rank(), a.shape());
+  // Nothing to reorder: no order table, however long the axis (an empty tensor's other sizes
+  // may be huge).
+  if (a.numel() == 0) return a;
   const std::int64_t n = a.shape()[ax];
   // Fisher-Yates driven by the counter-based generator, so the order depends only on the seed.
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> order;
+  try {
+    order.resize(static_cast<std::size_t>(n));
+  } catch (const std::bad_alloc&) {  // a broadcast view can be longer than any memory
+    detail::fail(ErrorCode::out_of_memory, "permutate",
+                 "no memory for an order of " + std::to_string(n) + " positions of " +
+                     shape_to_string(a.shape()));
+  }
   std::iota(order.begin(), order.end(), 0);
   for (std::int64_t i = n - 1; i > 0; --i) {
     const auto j = static_cast<std::int64_t>(

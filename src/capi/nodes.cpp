@@ -3,6 +3,7 @@
 // broadcasting mark.
 #include <climits>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -14,10 +15,17 @@ namespace kiln::capi {
 
 namespace {
 
-// Every node made here and not freed yet. Guarded by `mutex`, as are the reference counters.
+// The memory of the most recently freed nodes is held back before it goes to the allocator:
+// a freed node passed to a function is then found not live (an INVALID_SELECT) instead of
+// landing on a new node that the allocator put at the same address.
+constexpr std::size_t kFreedNodesHeld = 1024;
+
+// Every node made here and not freed yet. Guarded by `mutex`, as are the reference counters and
+// the held memory of freed nodes.
 struct Registry {
   std::mutex mutex;
   std::unordered_set<const FGraphNode*> live;
+  std::deque<void*> freed;
 };
 Registry& registry() {
   // Never destroyed, so that nodes can still be freed while static objects are torn down.
@@ -39,7 +47,13 @@ void free_locked(FGraphNode* root) {
       if (--p->reference_counter == 0) pending.push_back(p);
     }
     registry().live.erase(g);
-    delete node;
+    node->~CNode();
+    auto& freed = registry().freed;
+    freed.push_back(node);
+    if (freed.size() > kFreedNodesHeld) {
+      ::operator delete(freed.front());
+      freed.pop_front();
+    }
   }
 }
 
