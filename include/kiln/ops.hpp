@@ -132,6 +132,9 @@ Tensor reciprocal(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor erf(const Tensor& a);
 Tensor relu(const Tensor& a);
+// log(1 + exp(a)), computed as max(a, 0) + log1p(exp(-|a|)) so that it neither overflows nor
+// loses the small values.
+Tensor softplus(const Tensor& a);
 // Cast; float to integer truncates toward zero and saturates, NaN becomes 0.
 Tensor convert(const Tensor& a, DType to);
 inline Tensor operator-(const Tensor& a) { return neg(a); }

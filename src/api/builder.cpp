@@ -30,6 +30,32 @@ void check_shape(std::string_view op, const Shape& shape) {
   if (!checked_numel(shape))
     fail(ErrorCode::out_of_memory, op, "shape " + shape_str(shape) + " has too many elements");
 }
+
+// The operands the op's type rule (Operands) applies to: the values it computes with, not
+// conditions or indices. Sources are checked by the type they are built with.
+void check_operand_types(Op op, DType dtype, const std::vector<NodePtr>& inputs) {
+  const OpInfo& info = op_info(op);
+  if (info.operands == Operands::any) return;
+  const char* wanted = info.operands == Operands::integer ? "integer" : "float";
+  if (inputs.empty()) {
+    if (!accepts(op, dtype))
+      fail(ErrorCode::wrong_type, info.name,
+           std::string("makes ") + wanted + " tensors only, not " + dtype_name(dtype));
+    return;
+  }
+  const std::size_t first = info.kind == OpKind::ternary ? 1 : 0;
+  const std::size_t count = info.kind == OpKind::binary || info.kind == OpKind::ternary ? 2 : 1;
+  bool ok = true;
+  std::string operands;
+  for (std::size_t i = first; i < first + count && i < inputs.size(); ++i) {
+    ok = ok && accepts(op, inputs[i]->dtype);
+    operands += (operands.empty() ? "" : " and ") + std::string(dtype_name(inputs[i]->dtype)) +
+                " " + shape_str(inputs[i]->shape);
+  }
+  if (!ok) fail(ErrorCode::wrong_type, info.name, std::string("needs ") + wanted +
+                                                       " operands, got " + operands);
+}
+
 }  // namespace
 
 namespace {
@@ -63,6 +89,7 @@ Tensor auto_evaluated(Tensor t) {
 
 Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs) {
   check_shape(op_info(op).name, shape);
+  check_operand_types(op, dtype, inputs);
   Tensor t;
   {
     GraphReadLock lock;

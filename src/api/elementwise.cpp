@@ -87,65 +87,37 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b) {
 Tensor unary(Op op, const Tensor& a) {
   const std::string_view name = detail::op_info(op).name;
   detail::node_of(a, name);
-  if (op == Op::even && is_float(a.dtype()))
-    detail::fail(ErrorCode::wrong_type, name,
-                 std::string("needs an integer tensor, got ") + dtype_name(a.dtype()) + " " +
-                     shape_to_string(a.shape()));
   return detail::make_node(op, detail::result_type(op, a.dtype()), a.shape(), {a.node()});
 }
 
 }  // namespace
 
-#define KILN_BINARY(fn)                                                                      \
+// The public functions of the elementwise ops whose signature is the plain one (a tensor per
+// operand, and a Scalar in place of either operand of a binary op), one per registry row.
+#define KILN_NO_PUBLIC_FUNCTION_(...)
+#define KILN_PUBLIC_UNARY_(fn, ...) KILN_IF_WRITTEN_OUT_(fn)(KILN_PLAIN_UNARY_, fn)
+#define KILN_PLAIN_UNARY_(fn) \
+  Tensor fn(const Tensor& a) { return unary(Op::fn, a); }
+#define KILN_PUBLIC_BINARY_(fn, ...)                                                         \
   Tensor fn(const Tensor& a, const Tensor& b) { return binary(Op::fn, a, b); }              \
   Tensor fn(const Tensor& a, Scalar b) { return binary(Op::fn, a, detail::shared_constant(b)); } \
   Tensor fn(Scalar a, const Tensor& b) { return binary(Op::fn, detail::shared_constant(a), b); }
-KILN_BINARY(add)
-KILN_BINARY(sub)
-KILN_BINARY(mul)
-KILN_BINARY(div)
-KILN_BINARY(pow)
-KILN_BINARY(minimum)
-KILN_BINARY(maximum)
-KILN_BINARY(less)
-KILN_BINARY(greater)
-KILN_BINARY(equal)
-KILN_BINARY(less_equal)
-KILN_BINARY(greater_equal)
-KILN_BINARY(not_equal)
-#undef KILN_BINARY
-
-#define KILN_UNARY(fn) \
-  Tensor fn(const Tensor& a) { return unary(Op::fn, a); }
-KILN_UNARY(neg)
-KILN_UNARY(abs)
-KILN_UNARY(sign)
-KILN_UNARY(even)
-KILN_UNARY(sqrt)
-KILN_UNARY(exp)
-KILN_UNARY(expm1)
-KILN_UNARY(log)
-KILN_UNARY(log2)
-KILN_UNARY(log10)
-KILN_UNARY(log1p)
-KILN_UNARY(sin)
-KILN_UNARY(cos)
-KILN_UNARY(tan)
-KILN_UNARY(asin)
-KILN_UNARY(acos)
-KILN_UNARY(atan)
-KILN_UNARY(sinh)
-KILN_UNARY(cosh)
-KILN_UNARY(tanh)
-KILN_UNARY(asinh)
-KILN_UNARY(acosh)
-KILN_UNARY(atanh)
-KILN_UNARY(square)
-KILN_UNARY(reciprocal)
-KILN_UNARY(sigmoid)
-KILN_UNARY(erf)
-KILN_UNARY(relu)
-#undef KILN_UNARY
+// Unary ops with a signature of their own are written out below (KILN_WRITTEN_OUT_<name>
+// defined as `~, 1`); KILN_IF_WRITTEN_OUT_(fn) is then a macro that drops its arguments.
+#define KILN_WRITTEN_OUT_convert ~, 1
+#define KILN_SECOND_(a, b, ...) b
+#define KILN_SECOND_OF_(...) KILN_SECOND_(__VA_ARGS__)
+#define KILN_IS_WRITTEN_OUT_(fn) KILN_SECOND_OF_(KILN_WRITTEN_OUT_##fn, 0, ~)
+#define KILN_IF_WRITTEN_OUT_(fn) KILN_CHOOSE_(KILN_IS_WRITTEN_OUT_(fn))
+#define KILN_CHOOSE_(flag) KILN_CHOOSE_AGAIN_(flag)
+#define KILN_CHOOSE_AGAIN_(flag) KILN_CHOOSE_##flag##_
+#define KILN_CHOOSE_0_(make, fn) make(fn)
+#define KILN_CHOOSE_1_(make, fn)
+KILN_OP_REGISTRY(KILN_NO_PUBLIC_FUNCTION_, KILN_PUBLIC_UNARY_, KILN_PUBLIC_BINARY_)
+#undef KILN_NO_PUBLIC_FUNCTION_
+#undef KILN_PUBLIC_UNARY_
+#undef KILN_PUBLIC_BINARY_
+#undef KILN_PLAIN_UNARY_
 
 Tensor convert(const Tensor& a, DType to) {
   detail::node_of(a, "convert");

@@ -1,6 +1,7 @@
 #include "autodiff/gradient_rules.hpp"
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numbers>
 
@@ -62,45 +63,6 @@ Tensor unslice(const Tensor& g, const Node& n, const Shape& in_shape) {
   return extend(g, in_shape, insert_at, step);
 }
 
-Tensor unary_gradient(Op op, const Tensor& x, const Tensor& y, const Tensor& g,
-                      const Node& n) {
-  switch (op) {
-    case Op::neg: return -g;
-    case Op::abs: return g * (convert(greater(x, 0), g.dtype()) - convert(less(x, 0), g.dtype()));
-    case Op::square: return g * x * c(2, g);
-    // From the output (relu(x) > 0 exactly when x > 0): the forward pass then reads its input
-    // only once, and a producer such as a bias add fuses into the relu.
-    case Op::relu: return g * convert(greater(y, 0), g.dtype());
-    case Op::sqrt: return g / (y * c(2, g));
-    case Op::exp: return g * y;
-    case Op::expm1: return g * (y + c(1, g));
-    case Op::log: return g / x;
-    case Op::log2: return g / (x * c(std::numbers::ln2, g));
-    case Op::log10: return g / (x * c(std::numbers::ln10, g));
-    case Op::log1p: return g / (x + c(1, g));
-    case Op::sin: return g * cos(x);
-    case Op::cos: return -g * sin(x);
-    case Op::tan: return g * (c(1, g) + y * y);
-    case Op::asin: return g / sqrt(c(1, g) - x * x);
-    case Op::acos: return -g / sqrt(c(1, g) - x * x);
-    case Op::atan: return g / (c(1, g) + x * x);
-    case Op::sinh: return g * cosh(x);
-    case Op::cosh: return g * sinh(x);
-    case Op::tanh: return g * (c(1, g) - y * y);
-    case Op::asinh: return g / sqrt(x * x + c(1, g));
-    case Op::acosh: return g / sqrt(x * x - c(1, g));
-    case Op::atanh: return g / (c(1, g) - x * x);
-    case Op::reciprocal: return -g * y * y;
-    case Op::sigmoid: return g * y * (c(1, g) - y);
-    case Op::erf: return g * c(2 / std::sqrt(std::numbers::pi), g) * exp(-(x * x));
-    case Op::convert:
-      // Rounding to an integer is piecewise constant; otherwise the value passes through.
-      if (is_integer(n.dtype) && is_float(x.dtype())) return Tensor();
-      return is_float(x.dtype()) ? convert(g, promote(g.dtype(), x.dtype())) : g;
-    default: return Tensor();  // sign, even: piecewise constant
-  }
-}
-
 // minimum/maximum: the chosen operand gets g; on a tie each gets half.
 std::vector<Tensor> choice_gradients(const Tensor& a, const Tensor& b, const Tensor& g,
                                      bool take_smaller) {
@@ -110,40 +72,12 @@ std::vector<Tensor> choice_gradients(const Tensor& a, const Tensor& b, const Ten
   return {g * (a_wins + tie), g * (b_wins + tie)};
 }
 
-Tensor reduction_gradient(const Tensor& node, const Tensor& x, const Tensor& g, const Node& n) {
+// min/max: the gradient goes to the elements equal to the extreme, shared on ties.
+Tensor extreme_gradient(const Tensor& node, const Tensor& x, const Tensor& g, const Node& n) {
   const Shape& s = x.shape();
-  switch (n.op) {
-    case Op::sum: return spread_back(g, n, s);
-    case Op::mean: {
-      std::int64_t count = 1;
-      for (auto a : n.attrs.axes) count *= s[a];
-      return spread_back(g, n, s) / c(static_cast<double>(count), g);
-    }
-    case Op::prod: {
-      // d prod / d x_j is the product of the other elements. With no zero in the group that is
-      // prod / x_j; otherwise it is built from the product of the non-zero elements and the
-      // other zeros, kept in the graph (as "sum of the zeros - x_j" when there are two) so that
-      // second derivatives stay right.
-      std::vector<int> axes(n.attrs.axes.begin(), n.attrs.axes.end());
-      const Tensor zero = zeros({}, x.dtype()), one = ones({}, x.dtype());
-      const Tensor is_zero = equal(x, 0);
-      const Tensor zeros_in_group = spread_back(sum(is_zero, axes), n, s);
-      const Tensor nonzero_product = spread_back(prod(where(is_zero, one, x), axes), n, s);
-      const Tensor other_zero = spread_back(sum(where(is_zero, x, zero), axes), n, s) - x;
-      const Tensor at_zero =
-          where(equal(zeros_in_group, 1), nonzero_product,
-                where(equal(zeros_in_group, 2), nonzero_product * other_zero, zero));
-      const Tensor local = where(is_zero, at_zero, spread_back(node, n, s) / where(is_zero, one, x));
-      return spread_back(g, n, s) * local;
-    }
-    case Op::min:
-    case Op::max: {
-      const Tensor hit = convert(equal(x, spread_back(node, n, s)), g.dtype());
-      std::vector<int> axes(n.attrs.axes.begin(), n.attrs.axes.end());
-      return spread_back(g, n, s) * hit / spread_back(sum(hit, axes), n, s);
-    }
-    default: return Tensor();  // argmax, argmin
-  }
+  const Tensor hit = convert(equal(x, spread_back(node, n, s)), g.dtype());
+  std::vector<int> axes(n.attrs.axes.begin(), n.attrs.axes.end());
+  return spread_back(g, n, s) * hit / spread_back(sum(hit, axes), n, s);
 }
 
 // The adjoint of max_pool2d_grad in its gradient argument: for each window, the mean of `u`
@@ -161,137 +95,254 @@ Tensor pooled_share(const Tensor& x, const Tensor& u, const Attrs& at, const Sha
   return r.shape() == out_shape ? r : reshape(r, out_shape);
 }
 
+// What a gradient rule sees: the node, its output gradient `g` (the node's shape, a float type)
+// and its inputs.
+struct Backward {
+  const Tensor& node;
+  const Node& n;
+  const Tensor& g;
+  Tensor in(std::size_t i) const { return input(node, i); }
+};
+
+using Gradients = std::vector<Tensor>;
+
+// The rule of a differentiable op (Gradient::rule in the registry): one entry per input, an
+// undefined Tensor where an input gets nothing. Every such op has a specialisation below; a row
+// without one stops the build here.
+template <Op op> Gradients gradient_rule(const Backward&) {
+  static_assert(op != op, "a differentiable op (Gradient::rule) has no gradient rule");
+  return {};
+}
+
+#define KILN_RULE(op) template <> Gradients gradient_rule<Op::op>(const Backward & b)
+// An elementwise rule of x (the input), y (the output) and g.
+#define KILN_UNARY_RULE(op, ...)                                  \
+  KILN_RULE(op) {                                                 \
+    [[maybe_unused]] const Tensor x = b.in(0);                    \
+    [[maybe_unused]] const Tensor& y = b.node;                    \
+    const Tensor& g = b.g;                                        \
+    return {__VA_ARGS__};                                         \
+  }
+
+// ---- views ----
+KILN_RULE(reshape) { return {reshape(b.g, b.in(0).shape())}; }
+KILN_RULE(permute) { return {permute(b.g, inverse_permutation(b.n.attrs.axes))}; }
+KILN_RULE(slice) { return {unslice(b.g, b.n, b.in(0).shape())}; }
+KILN_RULE(pad) {
+  I64s stop(b.n.attrs.start);
+  const Shape& in_shape = b.in(0).shape();
+  for (std::size_t d = 0; d < stop.size(); ++d) stop[d] += in_shape[d];
+  return {slice(b.g, b.n.attrs.start, stop)};
+}
+KILN_RULE(broadcast) { return {unbroadcast(b.g, b.in(0).shape(), b.n.attrs.flag)}; }
+// The adjoint of taking windows is summing them back.
+KILN_RULE(windows) {
+  return {unwindow(b.g, b.in(0).shape(), b.n.attrs.step, b.n.attrs.dilation)};
+}
+
+// ---- elementwise ----
+KILN_UNARY_RULE(neg, -g)
+KILN_UNARY_RULE(abs, g * (convert(greater(x, 0), g.dtype()) - convert(less(x, 0), g.dtype())))
+KILN_UNARY_RULE(square, g * x * c(2, g))
+// From the output (relu(x) > 0 exactly when x > 0): the forward pass then reads its input only
+// once, and a producer such as a bias add fuses into the relu.
+KILN_UNARY_RULE(relu, g * convert(greater(y, 0), g.dtype()))
+KILN_UNARY_RULE(sqrt, g / (y * c(2, g)))
+KILN_UNARY_RULE(exp, g * y)
+KILN_UNARY_RULE(expm1, g * (y + c(1, g)))
+KILN_UNARY_RULE(log, g / x)
+KILN_UNARY_RULE(log2, g / (x * c(std::numbers::ln2, g)))
+KILN_UNARY_RULE(log10, g / (x * c(std::numbers::ln10, g)))
+KILN_UNARY_RULE(log1p, g / (x + c(1, g)))
+KILN_UNARY_RULE(sin, g * cos(x))
+KILN_UNARY_RULE(cos, -g * sin(x))
+KILN_UNARY_RULE(tan, g * (c(1, g) + y * y))
+KILN_UNARY_RULE(asin, g / sqrt(c(1, g) - x * x))
+KILN_UNARY_RULE(acos, -g / sqrt(c(1, g) - x * x))
+KILN_UNARY_RULE(atan, g / (c(1, g) + x * x))
+KILN_UNARY_RULE(sinh, g * cosh(x))
+KILN_UNARY_RULE(cosh, g * sinh(x))
+KILN_UNARY_RULE(tanh, g * (c(1, g) - y * y))
+KILN_UNARY_RULE(asinh, g / sqrt(x * x + c(1, g)))
+KILN_UNARY_RULE(acosh, g / sqrt(x * x - c(1, g)))
+KILN_UNARY_RULE(atanh, g / (c(1, g) - x * x))
+KILN_UNARY_RULE(reciprocal, -g * y * y)
+KILN_UNARY_RULE(sigmoid, g * y * (c(1, g) - y))
+KILN_UNARY_RULE(erf, g * c(2 / std::sqrt(std::numbers::pi), g) * exp(-(x * x)))
+KILN_UNARY_RULE(softplus, g * sigmoid(x))
+KILN_RULE(convert) {
+  // Rounding to an integer is piecewise constant; otherwise the value passes through.
+  const Tensor x = b.in(0);
+  if (is_integer(b.n.dtype) && is_float(x.dtype())) return {Tensor()};
+  return {is_float(x.dtype()) ? convert(b.g, promote(b.g.dtype(), x.dtype())) : b.g};
+}
+
+KILN_RULE(add) { return {b.g, b.g}; }
+KILN_RULE(sub) { return {b.g, -b.g}; }
+KILN_RULE(mul) { return {b.g * b.in(1), b.g * b.in(0)}; }
+KILN_RULE(div) {
+  const Tensor d = b.in(1);
+  return {b.g / d, -b.g * b.node / d};
+}
+KILN_RULE(pow) {
+  const Tensor a = b.in(0), e = b.in(1);
+  const Tensor log_a = log(a);
+  const Tensor safe_log = where(greater(a, 0), log_a, zeros({}, log_a.dtype()));
+  return {b.g * e * pow(a, e - c(1, b.g)), b.g * b.node * safe_log};
+}
+KILN_RULE(minimum) { return choice_gradients(b.in(0), b.in(1), b.g, true); }
+KILN_RULE(maximum) { return choice_gradients(b.in(0), b.in(1), b.g, false); }
+KILN_RULE(where) {
+  const Tensor cond = b.in(0);
+  const Tensor zero = zeros({}, b.g.dtype());
+  return {Tensor(), where(cond, b.g, zero), where(cond, zero, b.g)};
+}
+
+// ---- reductions ----
+KILN_RULE(sum) { return {spread_back(b.g, b.n, b.in(0).shape())}; }
+KILN_RULE(mean) {
+  const Shape& s = b.in(0).shape();
+  std::int64_t count = 1;
+  for (auto a : b.n.attrs.axes) count *= s[a];
+  return {spread_back(b.g, b.n, s) / c(static_cast<double>(count), b.g)};
+}
+KILN_RULE(prod) {
+  // d prod / d x_j is the product of the other elements. With no zero in the group that is
+  // prod / x_j; otherwise it is built from the product of the non-zero elements and the other
+  // zeros, kept in the graph (as "sum of the zeros - x_j" when there are two) so that second
+  // derivatives stay right.
+  const Tensor x = b.in(0);
+  const Node& n = b.n;
+  const Shape& s = x.shape();
+  std::vector<int> axes(n.attrs.axes.begin(), n.attrs.axes.end());
+  const Tensor zero = zeros({}, x.dtype()), one = ones({}, x.dtype());
+  const Tensor is_zero = equal(x, 0);
+  const Tensor zeros_in_group = spread_back(sum(is_zero, axes), n, s);
+  const Tensor nonzero_product = spread_back(prod(where(is_zero, one, x), axes), n, s);
+  const Tensor other_zero = spread_back(sum(where(is_zero, x, zero), axes), n, s) - x;
+  const Tensor at_zero =
+      where(equal(zeros_in_group, 1), nonzero_product,
+            where(equal(zeros_in_group, 2), nonzero_product * other_zero, zero));
+  const Tensor local =
+      where(is_zero, at_zero, spread_back(b.node, n, s) / where(is_zero, one, x));
+  return {spread_back(b.g, n, s) * local};
+}
+KILN_RULE(min) { return {extreme_gradient(b.node, b.in(0), b.g, b.n)}; }
+KILN_RULE(max) { return {extreme_gradient(b.node, b.in(0), b.g, b.n)}; }
+
+// ---- products, joins, copies, indexing ----
+KILN_RULE(matmul) {
+  const Tensor a = b.in(0), m = b.in(1);
+  return {matmul(b.g, transpose(m, -1, -2)), matmul(transpose(a, -1, -2), b.g)};
+}
+KILN_RULE(concat) {
+  const int axis = static_cast<int>(b.n.attrs.axes[0]);
+  Gradients out(b.n.inputs.size());
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < b.n.inputs.size(); ++i) {
+    const std::int64_t size = b.n.inputs[i]->shape[axis];
+    out[i] = slice_axis(b.g, axis, at, at + size);
+    at += size;
+  }
+  return out;
+}
+KILN_RULE(contiguous) { return {b.g}; }
+
+int indexing_axis(const Node& n) {
+  return n.attrs.axes.empty() ? 0 : static_cast<int>(n.attrs.axes[0]);
+}
+KILN_RULE(gather) {
+  return {scatter_add(zeros(b.in(0).shape(), b.g.dtype()), indexing_axis(b.n), b.in(1), b.g),
+          Tensor()};
+}
+KILN_RULE(scatter_add) {
+  const Tensor indices = b.in(1), src = b.in(2);
+  // Dropped (negative) indices read position 0 and are masked out again.
+  const Tensor safe = maximum(indices, zeros({}, indices.dtype()));
+  Tensor picked = where(less(indices, 0), zeros({}, b.g.dtype()),
+                        gather(b.g, indexing_axis(b.n), safe));
+  if (picked.shape() != src.shape())
+    picked = extend(picked, src.shape(), I64s(src.shape().size(), 0));
+  return {b.g, Tensor(), picked};
+}
+KILN_RULE(unwindow) {
+  return {window_view("unwindow", b.g, b.n.attrs.window, b.n.attrs.step, b.n.attrs.dilation)};
+}
+KILN_RULE(custom_map) {
+  if (!b.n.attrs.custom || !b.n.attrs.custom->derivative)
+    fail(ErrorCode::illegal_derive, b.n.info().name, "map_elements was given no derivative");
+  return {b.g * map_elements(b.in(0), b.n.attrs.custom->derivative)};
+}
+
+// ---- convolution and pooling ----
+KILN_RULE(conv2d) {  // a = input, w = weight
+  const Tensor a = b.in(0), w = b.in(1);
+  return {window2d_node(Op::conv2d_grad_input, a.shape(), b.g, w, b.n.attrs),
+          window2d_node(Op::conv2d_grad_weight, w.shape(), a, b.g, b.n.attrs)};
+}
+KILN_RULE(conv2d_grad_input) {  // a = output gradient, w = weight; linear in both
+  const Tensor a = b.in(0), w = b.in(1);
+  return {window2d_node(Op::conv2d, a.shape(), b.g, w, b.n.attrs),
+          window2d_node(Op::conv2d_grad_weight, w.shape(), b.g, a, b.n.attrs)};
+}
+KILN_RULE(conv2d_grad_weight) {  // a = input, o = output gradient; linear in both
+  const Tensor a = b.in(0), o = b.in(1);
+  return {window2d_node(Op::conv2d_grad_input, a.shape(), o, b.g, b.n.attrs),
+          window2d_node(Op::conv2d, o.shape(), a, b.g, b.n.attrs)};
+}
+KILN_RULE(max_pool2d) {
+  const Tensor a = b.in(0);
+  return {window2d_node(Op::max_pool2d_grad, a.shape(), a, b.g, b.n.attrs)};
+}
+KILN_RULE(max_pool2d_grad) {
+  return {Tensor(), pooled_share(b.in(0), b.g, b.n.attrs, b.in(1).shape())};
+}
+
+// ---- normalisation ----
+// y = softmax(x): dx = y * (g - sum(g * y)); y = log_softmax(x): dx = g - exp(y) * sum(g).
+KILN_RULE(softmax) {
+  const int axis = static_cast<int>(b.n.attrs.axes[0]);
+  return {b.node * (b.g - sum(b.g * b.node, {axis}, true))};
+}
+KILN_RULE(log_softmax) {
+  const int axis = static_cast<int>(b.n.attrs.axes[0]);
+  return {b.g - exp(b.node) * sum(b.g, {axis}, true)};
+}
+
+#undef KILN_RULE
+#undef KILN_UNARY_RULE
+
+// Gradient::zero: piecewise constant or index-valued ops pass no gradient to their inputs.
+Gradients no_gradient(const Backward& b) { return Gradients(b.n.inputs.size()); }
+
+// Gradient::none: asking for a gradient through the op is an error.
+Gradients not_differentiable(const Backward& b) {
+  // custom_reduce is what reduce_rows builds: the message names the function the user called.
+  fail(ErrorCode::illegal_derive, b.n.info().name,
+       b.n.op == Op::custom_reduce ? "reduce_rows has no derivative" : "is not differentiable");
+}
+
+using GradientRule = Gradients (*)(const Backward&);
+#define KILN_GRADIENT_rule(name) &gradient_rule<Op::name>
+#define KILN_GRADIENT_zero(name) &no_gradient
+#define KILN_GRADIENT_none(name) &not_differentiable
+constexpr GradientRule kGradientRules[] = {
+#define KILN_OP_ROW(name, kind, arity, operands, result, gradient, flint) \
+  KILN_GRADIENT_##gradient(name),
+    KILN_OP_ROWS()
+#undef KILN_OP_ROW
+};
+#undef KILN_GRADIENT_rule
+#undef KILN_GRADIENT_zero
+#undef KILN_GRADIENT_none
+static_assert(std::size(kGradientRules) == kOpCount);
+
 }  // namespace
 
 std::vector<Tensor> input_gradients(const Tensor& node, const Tensor& g) {
   const Node& n = *node.node();
-  std::vector<Tensor> out(n.inputs.size());
-  switch (n.info().kind) {
-    case OpKind::source: break;
-    case OpKind::view: {
-      const Tensor x = input(node, 0);
-      switch (n.op) {
-        case Op::reshape: out[0] = reshape(g, x.shape()); break;
-        case Op::permute: out[0] = permute(g, inverse_permutation(n.attrs.axes)); break;
-        case Op::slice: out[0] = unslice(g, n, x.shape()); break;
-        case Op::pad: {
-          I64s stop(n.attrs.start);
-          for (std::size_t d = 0; d < stop.size(); ++d) stop[d] += x.shape()[d];
-          out[0] = slice(g, n.attrs.start, stop);
-          break;
-        }
-        case Op::broadcast: out[0] = unbroadcast(g, x.shape(), n.attrs.flag); break;
-        case Op::windows:  // the adjoint of taking windows is summing them back
-          out[0] = unwindow(g, x.shape(), n.attrs.step, n.attrs.dilation);
-          break;
-        default: break;
-      }
-      break;
-    }
-    case OpKind::unary: out[0] = unary_gradient(n.op, input(node, 0), node, g, n); break;
-    case OpKind::binary: {
-      const Tensor a = input(node, 0), b = input(node, 1);
-      switch (n.op) {
-        case Op::add: out = {g, g}; break;
-        case Op::sub: out = {g, -g}; break;
-        case Op::mul: out = {g * b, g * a}; break;
-        case Op::div: out = {g / b, -g * node / b}; break;
-        case Op::pow: {
-          const Tensor log_a = log(a);
-          const Tensor safe_log = where(greater(a, 0), log_a, zeros({}, log_a.dtype()));
-          out = {g * b * pow(a, b - c(1, g)), g * node * safe_log};
-          break;
-        }
-        case Op::minimum: out = choice_gradients(a, b, g, true); break;
-        case Op::maximum: out = choice_gradients(a, b, g, false); break;
-        default: break;  // comparisons
-      }
-      break;
-    }
-    case OpKind::ternary: {
-      const Tensor cond = input(node, 0);
-      const Tensor zero = zeros({}, g.dtype());
-      out[1] = where(cond, g, zero);
-      out[2] = where(cond, zero, g);
-      break;
-    }
-    case OpKind::reduce: out[0] = reduction_gradient(node, input(node, 0), g, n); break;
-    case OpKind::matmul: {
-      const Tensor a = input(node, 0), b = input(node, 1);
-      out = {matmul(g, transpose(b, -1, -2)), matmul(transpose(a, -1, -2), g)};
-      break;
-    }
-    case OpKind::concat: {
-      const int axis = static_cast<int>(n.attrs.axes[0]);
-      std::int64_t at = 0;
-      for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-        const std::int64_t size = n.inputs[i]->shape[axis];
-        out[i] = slice_axis(g, axis, at, at + size);
-        at += size;
-      }
-      break;
-    }
-    case OpKind::copy: out[0] = g; break;
-    case OpKind::indexing: {
-      const int axis = n.attrs.axes.empty() ? 0 : static_cast<int>(n.attrs.axes[0]);
-      if (n.op == Op::gather) {
-        out[0] = scatter_add(zeros(input(node, 0).shape(), g.dtype()), axis, input(node, 1), g);
-      } else if (n.op == Op::scatter_add) {
-        const Tensor indices = input(node, 1), src = input(node, 2);
-        out[0] = g;
-        // Dropped (negative) indices read position 0 and are masked out again.
-        const Tensor safe = maximum(indices, zeros({}, indices.dtype()));
-        Tensor picked = where(less(indices, 0), zeros({}, g.dtype()), gather(g, axis, safe));
-        if (picked.shape() != src.shape())
-          picked = extend(picked, src.shape(), I64s(src.shape().size(), 0));
-        out[2] = picked;
-      } else if (n.op == Op::unwindow) {
-        out[0] = window_view("unwindow", g, n.attrs.window, n.attrs.step, n.attrs.dilation);
-      }
-      break;
-    }
-    case OpKind::window2d: {
-      const Tensor a = input(node, 0);
-      const Tensor b = n.inputs.size() > 1 ? input(node, 1) : Tensor();
-      const Attrs& at = n.attrs;
-      switch (n.op) {
-        case Op::conv2d:  // a = input, b = weight
-          out[0] = window2d_node(Op::conv2d_grad_input, a.shape(), g, b, at);
-          out[1] = window2d_node(Op::conv2d_grad_weight, b.shape(), a, g, at);
-          break;
-        case Op::conv2d_grad_input:  // a = output gradient, b = weight; linear in both
-          out[0] = window2d_node(Op::conv2d, a.shape(), g, b, at);
-          out[1] = window2d_node(Op::conv2d_grad_weight, b.shape(), g, a, at);
-          break;
-        case Op::conv2d_grad_weight:  // a = input, b = output gradient; linear in both
-          out[0] = window2d_node(Op::conv2d_grad_input, a.shape(), b, g, at);
-          out[1] = window2d_node(Op::conv2d, b.shape(), a, g, at);
-          break;
-        case Op::max_pool2d: out[0] = window2d_node(Op::max_pool2d_grad, a.shape(), a, g, at); break;
-        case Op::max_pool2d_grad: out[1] = pooled_share(a, g, at, b.shape()); break;
-        default: break;
-      }
-      break;
-    }
-    case OpKind::softmax: {
-      // y = softmax(x): dx = y * (g - sum(g * y)); y = log_softmax(x): dx = g - exp(y) * sum(g).
-      const int axis = static_cast<int>(n.attrs.axes[0]);
-      if (n.op == Op::softmax)
-        out[0] = node * (g - sum(g * node, {axis}, true));
-      else
-        out[0] = g - exp(node) * sum(g, {axis}, true);
-      break;
-    }
-    case OpKind::custom: {
-      if (n.op == Op::custom_map && n.attrs.custom && n.attrs.custom->derivative) {
-        out[0] = g * map_elements(input(node, 0), n.attrs.custom->derivative);
-        break;
-      }
-      fail(ErrorCode::illegal_derive, n.info().name,
-           n.op == Op::custom_map ? "map_elements was given no derivative"
-                                  : "reduce_rows has no derivative");
-    }
-  }
+  Gradients out = kGradientRules[static_cast<std::size_t>(n.op)](Backward{node, n, g});
+  out.resize(n.inputs.size());
   return out;
 }
 

@@ -9,6 +9,8 @@
 #include <unordered_set>
 
 #include "capi/capi.hpp"
+#include "graph/node.hpp"
+#include "graph/op_registry.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln::capi {
@@ -55,32 +57,6 @@ void free_locked(FGraphNode* root) {
       freed.pop_front();
     }
   }
-}
-
-FOperationType op_type_of_name(std::string_view op) {
-  struct Entry {
-    std::string_view name;
-    FOperationType type;
-  };
-  static constexpr Entry table[] = {
-      {"store", FSTORE},          {"random_uniform", FGEN_RANDOM}, {"reshape", FRESHAPE},
-      {"permute", FTRANSPOSE},    {"slice", FSLICE},               {"pad", FEXTEND},
-      {"windows", FSLIDING_WINDOW}, {"neg", FNEG},                 {"abs", FABS},
-      {"sign", FSIGN},            {"even", FEVEN},                 {"convert", FCONVERSION},
-      {"sqrt", FSQRT},            {"exp", FEXP},                   {"log", FLOG},
-      {"log2", FLOG2},            {"log10", FLOG10},               {"sin", FSIN},
-      {"cos", FCOS},              {"tan", FTAN},                   {"asin", FASIN},
-      {"acos", FACOS},            {"atan", FATAN},                 {"add", FADD},
-      {"sub", FSUB},              {"mul", FMUL},                   {"div", FDIV},
-      {"pow", FPOW},              {"minimum", FMIN},               {"maximum", FMAX},
-      {"less", FLESS},            {"greater", FGREATER},           {"equal", FEQUAL},
-      {"sum", FREDUCE_SUM},       {"prod", FREDUCE_MUL},           {"min", FREDUCE_MIN},
-      {"max", FREDUCE_MAX},       {"matmul", FMATMUL},             {"concat", FCONCAT},
-      {"unwindow", FUNSLIDE_WINDOW},
-  };
-  for (const Entry& e : table)
-    if (e.name == op) return e.type;
-  return FOTHER;
 }
 
 }  // namespace
@@ -135,7 +111,16 @@ int to_axis(unsigned int axis, const char* what) {
   return static_cast<int>(axis);
 }
 
-FOperationType op_type_of(const Tensor& t) { return op_type_of_name(t.op_name()); }
+// From the registry's Flint column: FOTHER for the ops Flint has no type of its own for.
+FOperationType op_type_of(const Tensor& t) {
+  switch (t.node()->op) {
+#define KILN_OP_ROW(name, kind, arity, operands, result, gradient, flint) \
+  case kiln::detail::Op::name: return flint;
+    KILN_OP_ROWS()
+#undef KILN_OP_ROW
+  }
+  return FOTHER;
+}
 
 namespace {
 // Guards the result fields of every CNode: several threads may execute the same node.

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <limits>
 #include <type_traits>
 
 #include "exec/operand.hpp"
-#include "exec/scalar_ops.hpp"
+#include "exec/semantics/elementwise.hpp"
+#include "exec/semantics/reduction.hpp"
 
 namespace kiln::detail {
 
@@ -35,7 +35,7 @@ void copy_kernel(const Node& n, const Operand& in, Buffer& out) {
 
 void unary_kernel(const Node& n, Buffer& out) {
   const Operand a = Operand::of(*n.inputs[0]);
-  const bool keeps_input_type = n.op == Op::sign || n.op == Op::even;
+  const bool keeps_input_type = n.info().type_rule == TypeRule::to_i32;
   dispatch2(keeps_input_type ? a.dtype : n.dtype, n.dtype, [&]<class T, class O>() {
     O* o = out.as<O>();
     for (std::int64_t i = 0; i < out.numel(); ++i)
@@ -91,57 +91,13 @@ void reduce_kernel(const Node& n, Buffer& out) {
   const auto inner = offsets_over(a.shape, reduced);
   const bool is_arg = n.op == Op::argmax || n.op == Op::argmin;
   dispatch2(is_arg ? a.dtype : n.dtype, n.dtype, [&]<class T, class O>() {
-    // Float sums and products accumulate in double.
-    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
     O* o = out.as<O>();
+    Reduction<T> reduction{n.op};
     for (std::size_t k = 0; k < outer.size(); ++k) {
-      const std::int64_t base = outer[k];
-      switch (n.op) {
-        case Op::sum:
-        case Op::mean:
-        case Op::prod: {
-          const bool product = n.op == Op::prod;
-          Acc acc = product ? Acc{1} : Acc{0};
-          for (auto r : inner) {
-            const Acc v = static_cast<Acc>(a.get<T>(base + r));
-            if constexpr (std::is_integral_v<Acc>)
-              acc = product ? wrap_mul(acc, v) : wrap_add(acc, v);
-            else
-              acc = product ? acc * v : acc + v;
-          }
-          if (n.op == Op::mean) {
-            if constexpr (std::is_floating_point_v<Acc>) acc /= static_cast<Acc>(inner.size());
-          }
-          o[k] = convert_value<O>(static_cast<T>(acc));
-          break;
-        }
-        case Op::min:
-        case Op::max: {
-          T best = a.get<T>(base + inner[0]);
-          for (auto r : inner) {
-            const T v = a.get<T>(base + r);
-            if (is_nan(best)) break;
-            if (is_nan(v) || (n.op == Op::min ? v < best : v > best)) best = v;
-          }
-          o[k] = convert_value<O>(best);
-          break;
-        }
-        case Op::argmax:
-        case Op::argmin: {
-          T best = a.get<T>(base + inner[0]);
-          std::int64_t index = 0;
-          for (std::size_t j = 1; j < inner.size() && !is_nan(best); ++j) {
-            const T v = a.get<T>(base + inner[j]);
-            if (is_nan(v) || (n.op == Op::argmin ? v < best : v > best)) {
-              best = v;
-              index = static_cast<std::int64_t>(j);
-            }
-          }
-          o[k] = static_cast<O>(index);
-          break;
-        }
-        default: unsupported(n);
-      }
+      reduction.start();
+      for (std::size_t j = 0; j < inner.size(); ++j)
+        reduction.add(a.get<T>(outer[k] + inner[j]), static_cast<std::int64_t>(j));
+      o[k] = reduction.template finish<O>(static_cast<std::int64_t>(inner.size()));
     }
   });
 }

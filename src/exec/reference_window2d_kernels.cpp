@@ -6,7 +6,7 @@
 
 #include "exec/operand.hpp"
 #include "exec/reference_kernels.hpp"
-#include "exec/scalar_ops.hpp"
+#include "exec/semantics/elementwise.hpp"
 #include "exec/window2d.hpp"
 
 namespace kiln::detail {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "graph/buffer.hpp"
-#include "graph/op_table.hpp"
+#include "graph/op_registry.hpp"
 #include "graph/view.hpp"
 #include "kiln/types.hpp"
 

@@ -28,15 +28,26 @@ const FloatLoops& float_loops() {
   return chosen;
 }
 
+// The rows whose vector column names a loop (plain, SLEEF or VECTOR); `scalar` rows run the
+// executor's own loops over the scalar semantics, in whatever types the node computes.
+#define KILN_NOT_ELEMENTWISE_(...)
+#define KILN_FLOAT_LOOP_ROW_(name, operands, rule, gradient, flint, f, i, vector, c) \
+  case Op::name: return KILN_HAS_LOOP_##vector;
+#define KILN_HAS_LOOP_plain true
+#define KILN_HAS_LOOP_scalar false
+#define KILN_HAS_LOOP_SLEEF(fn, ulp) true
+#define KILN_HAS_LOOP_VECTOR(fn) true
 bool has_float_loop(Op op) {
-  switch (op_info(op).kind) {
-    case OpKind::unary:
-      return op != Op::sign && op != Op::even && op != Op::convert;
-    case OpKind::binary:
-      return op == Op::add || op == Op::sub || op == Op::mul || op == Op::div ||
-             op == Op::pow || op == Op::minimum || op == Op::maximum;
+  switch (op) {
+    KILN_OP_REGISTRY(KILN_NOT_ELEMENTWISE_, KILN_FLOAT_LOOP_ROW_, KILN_FLOAT_LOOP_ROW_)
     default: return false;
   }
 }
+#undef KILN_NOT_ELEMENTWISE_
+#undef KILN_FLOAT_LOOP_ROW_
+#undef KILN_HAS_LOOP_plain
+#undef KILN_HAS_LOOP_scalar
+#undef KILN_HAS_LOOP_SLEEF
+#undef KILN_HAS_LOOP_VECTOR
 
 }  // namespace kiln::detail::cpu

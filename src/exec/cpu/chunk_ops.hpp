@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "graph/op_table.hpp"
+#include "graph/op_registry.hpp"
 
 namespace kiln::detail::cpu {
 

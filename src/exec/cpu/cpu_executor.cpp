@@ -28,7 +28,7 @@
 #include "exec/kernel_profile.hpp"
 #include "exec/operand.hpp"
 #include "exec/reference_kernels.hpp"
-#include "exec/scalar_ops.hpp"
+#include "exec/semantics/elementwise.hpp"
 #include "graph/custom_kernel.hpp"
 #include "kiln/executor.hpp"
 
@@ -156,7 +156,9 @@ std::int64_t chunk_for(const Program& p) {
 DType compute_type(const Node& n, const DType* arg_types) {
   switch (n.info().kind) {
     case OpKind::binary: return promote(arg_types[0], arg_types[1]);
-    case OpKind::unary: return (n.op == Op::sign || n.op == Op::even) ? arg_types[0] : n.dtype;
+    // Comparisons of one value (to_i32: sign, even) compute in the operand type.
+    case OpKind::unary:
+      return n.info().type_rule == TypeRule::to_i32 ? arg_types[0] : n.dtype;
     case OpKind::custom: return DType::f64;
     default: return n.dtype;
   }
@@ -301,41 +303,45 @@ void loop2(const T* a, const T* b, O* o, std::int64_t n, F f) {
   for (std::int64_t i = 0; i < n; ++i) o[i] = convert_value<O>(f(a[i], b[i]));
 }
 
-#define KILN_UNARY_CASE(name) \
+// Rows whose values may be computed in an integer type (every rule but float_valued) get a loop
+// with the op fixed; float-valued rows reach these loops only in odd type combinations, through
+// the loop with the op read per value.
+#define KILN_NOT_ELEMENTWISE_(...)
+#define KILN_FIXED_UNARY_(name, operands, rule, ...) KILN_FIXED_IF_##rule(KILN_FIXED_UNARY_CASE_, name)
+#define KILN_FIXED_BINARY_(name, operands, rule, ...) KILN_FIXED_IF_##rule(KILN_FIXED_BINARY_CASE_, name)
+#define KILN_FIXED_IF_same(make, name) make(name)
+#define KILN_FIXED_IF_given(make, name) make(name)
+#define KILN_FIXED_IF_to_i32(make, name) make(name)
+#define KILN_FIXED_IF_to_i64(make, name) make(name)
+#define KILN_FIXED_IF_float_valued(make, name)
+#define KILN_FIXED_UNARY_CASE_(name) \
   case Op::name: return loop1(a, o, n, [](T x) { return unary_value<T>(Op::name, x); });
-#define KILN_BINARY_CASE(name) \
+#define KILN_FIXED_BINARY_CASE_(name) \
   case Op::name: return loop2(a, b, o, n, [](T x, T y) { return binary_value<T>(Op::name, x, y); });
 
 template <class T, class O> void generic_unary(Op op, const T* a, O* o, std::int64_t n) {
   switch (op) {
-    KILN_UNARY_CASE(neg)
-    KILN_UNARY_CASE(abs)
-    KILN_UNARY_CASE(square)
-    KILN_UNARY_CASE(relu)
-    KILN_UNARY_CASE(sign)
-    KILN_UNARY_CASE(convert)
+    KILN_OP_REGISTRY(KILN_NOT_ELEMENTWISE_, KILN_FIXED_UNARY_, KILN_NOT_ELEMENTWISE_)
     default: return loop1(a, o, n, [op](T x) { return unary_value<T>(op, x); });
   }
 }
 template <class T, class O>
 void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
   switch (op) {
-    KILN_BINARY_CASE(add)
-    KILN_BINARY_CASE(sub)
-    KILN_BINARY_CASE(mul)
-    KILN_BINARY_CASE(minimum)
-    KILN_BINARY_CASE(maximum)
-    KILN_BINARY_CASE(less)
-    KILN_BINARY_CASE(greater)
-    KILN_BINARY_CASE(equal)
-    KILN_BINARY_CASE(less_equal)
-    KILN_BINARY_CASE(greater_equal)
-    KILN_BINARY_CASE(not_equal)
+    KILN_OP_REGISTRY(KILN_NOT_ELEMENTWISE_, KILN_NOT_ELEMENTWISE_, KILN_FIXED_BINARY_)
     default: return loop2(a, b, o, n, [op](T x, T y) { return binary_value<T>(op, x, y); });
   }
 }
-#undef KILN_UNARY_CASE
-#undef KILN_BINARY_CASE
+#undef KILN_NOT_ELEMENTWISE_
+#undef KILN_FIXED_UNARY_
+#undef KILN_FIXED_BINARY_
+#undef KILN_FIXED_IF_same
+#undef KILN_FIXED_IF_given
+#undef KILN_FIXED_IF_to_i32
+#undef KILN_FIXED_IF_to_i64
+#undef KILN_FIXED_IF_float_valued
+#undef KILN_FIXED_UNARY_CASE_
+#undef KILN_FIXED_BINARY_CASE_
 
 [[gnu::noipa]] void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
   const OpInfo& info = op_info(s.op);

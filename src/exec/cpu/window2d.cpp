@@ -14,7 +14,7 @@
 #include "exec/cpu/chunk_ops.hpp"
 #include "exec/cpu/thread_pool.hpp"
 #include "exec/operand.hpp"
-#include "exec/scalar_ops.hpp"
+#include "exec/semantics/elementwise.hpp"
 #include "exec/window2d.hpp"
 
 namespace kiln::detail::cpu {

@@ -1,0 +1,48 @@
+#include "graph/op_registry.hpp"
+
+#include <array>
+
+namespace kiln::detail {
+
+namespace {
+
+constexpr std::array kOps = {
+#define KILN_OP_INFO_(name, kind, arity, operands, rule, gradient, flint) \
+  OpInfo{#name, OpKind::kind, arity, Operands::operands, TypeRule::rule, Gradient::gradient, {}},
+#define KILN_ELEMENTWISE_INFO_(kind, arity, name, operands, rule, gradient, flint, f, i, v, c) \
+  OpInfo{#name, OpKind::kind, arity, Operands::operands, TypeRule::rule, Gradient::gradient, c},
+#define KILN_UNARY_INFO_(...) KILN_ELEMENTWISE_INFO_(unary, 1, __VA_ARGS__)
+#define KILN_BINARY_INFO_(...) KILN_ELEMENTWISE_INFO_(binary, 2, __VA_ARGS__)
+    KILN_OP_REGISTRY(KILN_OP_INFO_, KILN_UNARY_INFO_, KILN_BINARY_INFO_)
+#undef KILN_OP_INFO_
+#undef KILN_ELEMENTWISE_INFO_
+#undef KILN_UNARY_INFO_
+#undef KILN_BINARY_INFO_
+};
+static_assert(kOps.size() == kOpCount);
+
+}  // namespace
+
+const OpInfo& op_info(Op op) { return kOps[static_cast<std::size_t>(op)]; }
+
+DType result_type(Op op, DType operand) {
+  switch (op_info(op).type_rule) {
+    case TypeRule::float_valued: return is_float(operand) ? operand : DType::f64;
+    case TypeRule::to_i32: return DType::i32;
+    case TypeRule::to_i64: return DType::i64;
+    case TypeRule::given:
+    case TypeRule::same: break;
+  }
+  return operand;
+}
+
+bool accepts(Op op, DType type) {
+  switch (op_info(op).operands) {
+    case Operands::integer: return is_integer(type);
+    case Operands::floating: return is_float(type);
+    case Operands::any: break;
+  }
+  return true;
+}
+
+}  // namespace kiln::detail

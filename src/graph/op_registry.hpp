@@ -1,0 +1,224 @@
+// The op registry: one row per primitive op of the graph, and everything about the op that more
+// than one part of kiln needs. Every switch or list over the op set (the scalar semantics, the
+// CPU float loops, the public elementwise functions, the gradient table, the C API's op types)
+// is expanded from these rows, so a new op is one row here, one gradient entry and one public
+// declaration; forgetting the gradient entry or the semantics is a compile error.
+//
+// Why an X-macro: the rows carry C++ expressions (the scalar semantics) that have to be compiled
+// inline into typed loops, and tokens (SLEEF functions, Flint's FOperationType) that only some
+// files can resolve. A constexpr table cannot carry either; a generator would add a build step
+// that checks nothing more.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "kiln/types.hpp"
+
+namespace kiln::detail {
+
+enum class OpKind : std::uint8_t {
+  source,   // no inputs: data or generated values
+  view,     // an index map over one input; never computes values of its own
+  unary,    // elementwise, one input
+  binary,   // elementwise, two inputs of the node's shape
+  ternary,  // where(cond, a, b)
+  reduce,   // over attrs.axes of one input
+  matmul,   // batched matrix product of two inputs with equal batch dimensions
+  concat,   // joins its inputs along attrs.axes[0]
+  copy,     // materialises its input in row-major order
+  indexing, // data-dependent addressing: gather, scatter_add, unwindow
+  custom,   // user-defined C++ callables
+  window2d, // 2-D convolution and max pooling over NCHW tensors, and their gradients
+  softmax,  // normalisation along attrs.axes[0]: softmax, log_softmax
+};
+
+// Which types an op's value operands may have (for sources: the type they are built with). A
+// node whose operands break the rule is refused when it is built (wrong_type).
+enum class Operands : std::uint8_t {
+  any,       // every dtype
+  integer,   // i32 and i64
+  floating,  // f32 and f64
+};
+
+// How the result type follows from the operand types.
+enum class TypeRule : std::uint8_t {
+  given,         // fixed when the node is built (sources, convert)
+  same,          // the operand type (unary) or the promoted operand type (binary)
+  float_valued,  // like `same`, but integer operands give f64
+  to_i32,        // i32 result (comparisons, sign, even)
+  to_i64,        // i64 result (argmax, argmin)
+};
+
+// Whether gradients flow through an op (autodiff/gradient_rules.cpp holds one entry per op).
+enum class Gradient : std::uint8_t {
+  rule,  // differentiable: the gradient table has a rule for it
+  zero,  // piecewise constant or index-valued: its inputs get no gradient from it
+  none,  // not differentiable: asking for a gradient through it is an error (illegal_derive)
+};
+
+// How the CPU executor's float loops compute an elementwise op (see exec/cpu/float_loops.hpp).
+//   plain            a loop over the scalar semantics that the compiler vectorises;
+//   SLEEF(fn, ulp)   SLEEF's vectorised fn with its error bound (u10: 1 ulp, u35: 3.5 ulp);
+//   VECTOR(fn)       a hand-written vector loop of that name in float_math.inc;
+//   scalar           none: a plain loop over the scalar semantics, not expected to vectorise.
+//
+// Rows of elementwise ops:
+//   UNARY(name, operands, result, gradient, flint, float_semantics, integer_semantics, vector,
+//         c_template)
+//   BINARY(same columns)
+// The semantics are expressions of `x` (unary) or `a` and `b` (binary), all of type T; the
+// integer column is KILN_NOT_FOR_INTEGERS where integer operands are computed as f64 (the
+// float_valued rule) or refused. c_template is the op as a C expression of {0} and {1}, for code
+// generators (OpenCL C, CUDA C); the generator supplies kiln_* helpers for the NaN and wrapping
+// rules of exec/semantics/. flint is the FOperationType a C API node of this op reports.
+//
+// Rows of every other op:
+//   OP(name, kind, arity, operands, result, gradient, flint)   arity -1: any number of inputs
+#define KILN_OP_REGISTRY(OP, UNARY, BINARY)                                                     \
+  OP(store, source, 0, any, given, zero, FSTORE)                                                \
+  OP(random_uniform, source, 0, floating, given, zero, FGEN_RANDOM)                             \
+  OP(reshape, view, 1, any, same, rule, FRESHAPE)                                               \
+  OP(permute, view, 1, any, same, rule, FTRANSPOSE)                                             \
+  OP(slice, view, 1, any, same, rule, FSLICE)                                                   \
+  OP(pad, view, 1, any, same, rule, FEXTEND)                                                    \
+  OP(broadcast, view, 1, any, same, rule, FOTHER)                                               \
+  OP(windows, view, 1, any, same, rule, FSLIDING_WINDOW)                                        \
+  UNARY(neg, any, same, rule, FNEG, -x, wrap_sub(T{0}, x), plain, "(-{0})")                     \
+  UNARY(abs, any, same, rule, FABS, std::fabs(x), x < 0 ? wrap_sub(T{0}, x) : x, plain,         \
+        "kiln_abs({0})")                                                                        \
+  UNARY(square, any, same, rule, FOTHER, x * x, wrap_mul(x, x), plain, "({0} * {0})")           \
+  UNARY(relu, any, same, rule, FOTHER, x < T{0} ? T{0} : x, x > 0 ? x : T{0}, plain,            \
+        "({0} < 0 ? 0 : {0})")                                                                  \
+  UNARY(sign, any, to_i32, zero, FSIGN, x >= 0 ? T{1} : T{-1}, x >= 0 ? T{1} : T{-1}, scalar,   \
+        "({0} >= 0 ? 1 : -1)")                                                                  \
+  UNARY(even, integer, to_i32, zero, FEVEN, KILN_NOT_FOR_FLOATS, x % 2 == 0 ? T{1} : T{0},      \
+        scalar, "({0} % 2 == 0)")                                                               \
+  UNARY(convert, any, given, rule, FCONVERSION, x, x, scalar, "({0})")                          \
+  UNARY(sqrt, any, float_valued, rule, FSQRT, std::sqrt(x), KILN_NOT_FOR_INTEGERS, plain,       \
+        "sqrt({0})")                                                                            \
+  UNARY(exp, any, float_valued, rule, FEXP, std::exp(x), KILN_NOT_FOR_INTEGERS, SLEEF(exp, u10),\
+        "exp({0})")                                                                             \
+  UNARY(expm1, any, float_valued, rule, FOTHER, std::expm1(x), KILN_NOT_FOR_INTEGERS,           \
+        SLEEF(expm1, u10), "expm1({0})")                                                        \
+  UNARY(log, any, float_valued, rule, FLOG, std::log(x), KILN_NOT_FOR_INTEGERS, SLEEF(log, u35),\
+        "log({0})")                                                                             \
+  UNARY(log2, any, float_valued, rule, FLOG2, std::log2(x), KILN_NOT_FOR_INTEGERS,              \
+        SLEEF(log2, u35), "log2({0})")                                                          \
+  UNARY(log10, any, float_valued, rule, FLOG10, std::log10(x), KILN_NOT_FOR_INTEGERS,           \
+        SLEEF(log10, u10), "log10({0})")                                                        \
+  UNARY(log1p, any, float_valued, rule, FOTHER, std::log1p(x), KILN_NOT_FOR_INTEGERS,           \
+        SLEEF(log1p, u10), "log1p({0})")                                                        \
+  UNARY(sin, any, float_valued, rule, FSIN, std::sin(x), KILN_NOT_FOR_INTEGERS, SLEEF(sin, u35),\
+        "sin({0})")                                                                             \
+  UNARY(cos, any, float_valued, rule, FCOS, std::cos(x), KILN_NOT_FOR_INTEGERS, SLEEF(cos, u35),\
+        "cos({0})")                                                                             \
+  UNARY(tan, any, float_valued, rule, FTAN, std::tan(x), KILN_NOT_FOR_INTEGERS, SLEEF(tan, u35),\
+        "tan({0})")                                                                             \
+  UNARY(asin, any, float_valued, rule, FASIN, std::asin(x), KILN_NOT_FOR_INTEGERS,              \
+        SLEEF(asin, u35), "asin({0})")                                                          \
+  UNARY(acos, any, float_valued, rule, FACOS, std::acos(x), KILN_NOT_FOR_INTEGERS,              \
+        SLEEF(acos, u35), "acos({0})")                                                          \
+  UNARY(atan, any, float_valued, rule, FATAN, std::atan(x), KILN_NOT_FOR_INTEGERS,              \
+        SLEEF(atan, u35), "atan({0})")                                                          \
+  UNARY(sinh, any, float_valued, rule, FOTHER, std::sinh(x), KILN_NOT_FOR_INTEGERS,             \
+        SLEEF(sinh, u35), "sinh({0})")                                                          \
+  UNARY(cosh, any, float_valued, rule, FOTHER, std::cosh(x), KILN_NOT_FOR_INTEGERS,             \
+        SLEEF(cosh, u35), "cosh({0})")                                                          \
+  UNARY(tanh, any, float_valued, rule, FOTHER, std::tanh(x), KILN_NOT_FOR_INTEGERS,             \
+        SLEEF(tanh, u35), "tanh({0})")                                                          \
+  UNARY(asinh, any, float_valued, rule, FOTHER, std::asinh(x), KILN_NOT_FOR_INTEGERS,           \
+        SLEEF(asinh, u10), "asinh({0})")                                                        \
+  UNARY(acosh, any, float_valued, rule, FOTHER, std::acosh(x), KILN_NOT_FOR_INTEGERS,           \
+        SLEEF(acosh, u10), "acosh({0})")                                                        \
+  UNARY(atanh, any, float_valued, rule, FOTHER, std::atanh(x), KILN_NOT_FOR_INTEGERS,           \
+        SLEEF(atanh, u10), "atanh({0})")                                                        \
+  UNARY(reciprocal, any, float_valued, rule, FOTHER, T{1} / x, KILN_NOT_FOR_INTEGERS, plain,    \
+        "(1 / {0})")                                                                            \
+  UNARY(sigmoid, any, float_valued, rule, FOTHER, T{1} / (T{1} + std::exp(-x)),                 \
+        KILN_NOT_FOR_INTEGERS, VECTOR(sigmoid), "(1 / (1 + exp(-{0})))")                        \
+  UNARY(erf, any, float_valued, rule, FOTHER, std::erf(x), KILN_NOT_FOR_INTEGERS,               \
+        SLEEF(erf, u10), "erf({0})")                                                            \
+  UNARY(softplus, any, float_valued, rule, FOTHER, softplus_value(x), KILN_NOT_FOR_INTEGERS,    \
+        scalar, "kiln_softplus({0})")                                                           \
+  BINARY(add, any, same, rule, FADD, a + b, wrap_add(a, b), plain, "kiln_add({0}, {1})")        \
+  BINARY(sub, any, same, rule, FSUB, a - b, wrap_sub(a, b), plain, "kiln_sub({0}, {1})")        \
+  BINARY(mul, any, same, rule, FMUL, a * b, wrap_mul(a, b), plain, "kiln_mul({0}, {1})")        \
+  BINARY(div, any, same, rule, FDIV, a / b, integer_div(a, b), plain, "kiln_div({0}, {1})")     \
+  BINARY(pow, any, same, rule, FPOW, std::pow(a, b), integer_pow(a, b), SLEEF(pow, u10),        \
+         "kiln_pow({0}, {1})")                                                                  \
+  BINARY(minimum, any, same, rule, FMIN, nan_min(a, b), nan_min(a, b), plain,                   \
+         "kiln_min({0}, {1})")                                                                  \
+  BINARY(maximum, any, same, rule, FMAX, nan_max(a, b), nan_max(a, b), plain,                   \
+         "kiln_max({0}, {1})")                                                                  \
+  BINARY(less, any, to_i32, zero, FLESS, a < b, a < b, scalar, "({0} < {1})")                   \
+  BINARY(greater, any, to_i32, zero, FGREATER, a > b, a > b, scalar, "({0} > {1})")             \
+  BINARY(equal, any, to_i32, zero, FEQUAL, a == b, a == b, scalar, "({0} == {1})")              \
+  BINARY(less_equal, any, to_i32, zero, FOTHER, a <= b, a <= b, scalar, "({0} <= {1})")         \
+  BINARY(greater_equal, any, to_i32, zero, FOTHER, a >= b, a >= b, scalar, "({0} >= {1})")      \
+  BINARY(not_equal, any, to_i32, zero, FOTHER, a != b, a != b, scalar, "({0} != {1})")          \
+  OP(where, ternary, 3, any, same, rule, FOTHER)                                                \
+  OP(sum, reduce, 1, any, same, rule, FREDUCE_SUM)                                              \
+  OP(prod, reduce, 1, any, same, rule, FREDUCE_MUL)                                             \
+  OP(min, reduce, 1, any, same, rule, FREDUCE_MIN)                                              \
+  OP(max, reduce, 1, any, same, rule, FREDUCE_MAX)                                              \
+  OP(mean, reduce, 1, any, float_valued, rule, FOTHER)                                          \
+  OP(argmax, reduce, 1, any, to_i64, zero, FOTHER)                                              \
+  OP(argmin, reduce, 1, any, to_i64, zero, FOTHER)                                              \
+  OP(matmul, matmul, 2, any, same, rule, FMATMUL)                                               \
+  OP(concat, concat, -1, any, same, rule, FCONCAT)                                              \
+  OP(contiguous, copy, 1, any, same, rule, FOTHER)                                              \
+  OP(gather, indexing, 2, any, same, rule, FOTHER)                                              \
+  OP(scatter_add, indexing, 3, any, same, rule, FOTHER)                                         \
+  OP(unwindow, indexing, 1, any, same, rule, FUNSLIDE_WINDOW)                                   \
+  OP(custom_map, custom, 1, any, float_valued, rule, FOTHER)                                    \
+  OP(custom_reduce, custom, 1, any, float_valued, none, FOTHER)                                 \
+  OP(conv2d, window2d, 2, floating, same, rule, FOTHER)                                         \
+  OP(conv2d_grad_input, window2d, 2, floating, same, rule, FOTHER)                              \
+  OP(conv2d_grad_weight, window2d, 2, floating, same, rule, FOTHER)                             \
+  OP(max_pool2d, window2d, 1, any, same, rule, FOTHER)                                          \
+  OP(max_pool2d_grad, window2d, 2, any, same, rule, FOTHER)                                     \
+  OP(softmax, softmax, 1, any, float_valued, rule, FOTHER)                                      \
+  OP(log_softmax, softmax, 1, any, float_valued, rule, FOTHER)
+
+// For consumers that treat every row alike: define KILN_OP_ROW(name, kind, arity, operands,
+// result, gradient, flint), then expand KILN_OP_ROWS().
+#define KILN_OP_ROWS() \
+  KILN_OP_REGISTRY(KILN_OP_ROW, KILN_REGISTRY_UNARY_ROW_, KILN_REGISTRY_BINARY_ROW_)
+#define KILN_REGISTRY_UNARY_ROW_(name, operands, result, gradient, flint, ...) \
+  KILN_OP_ROW(name, unary, 1, operands, result, gradient, flint)
+#define KILN_REGISTRY_BINARY_ROW_(name, operands, result, gradient, flint, ...) \
+  KILN_OP_ROW(name, binary, 2, operands, result, gradient, flint)
+
+enum class Op : std::uint8_t {
+#define KILN_OP_ENUM_(name, ...) name,
+  KILN_OP_REGISTRY(KILN_OP_ENUM_, KILN_OP_ENUM_, KILN_OP_ENUM_)
+#undef KILN_OP_ENUM_
+};
+
+inline constexpr std::size_t kOpCount = 0
+#define KILN_OP_COUNT_(...) +1
+    KILN_OP_REGISTRY(KILN_OP_COUNT_, KILN_OP_COUNT_, KILN_OP_COUNT_)
+#undef KILN_OP_COUNT_
+    ;
+
+struct OpInfo {
+  std::string_view name;
+  OpKind kind;
+  int arity;  // -1: any number of inputs
+  Operands operands;
+  TypeRule type_rule;
+  Gradient gradient;
+  std::string_view c_template;  // elementwise ops: the op as a C expression; empty otherwise
+};
+
+const OpInfo& op_info(Op op);
+
+// The result type of an op whose rule is not `given`, from its (promoted) operand type.
+DType result_type(Op op, DType operand);
+
+// Whether `type` is allowed for the value operands of `op`.
+bool accepts(Op op, DType type);
+
+}  // namespace kiln::detail
