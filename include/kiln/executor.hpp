@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace kiln {
 
@@ -25,6 +26,10 @@ class Executor {
 std::shared_ptr<Executor> reference_executor();
 // Fused, vectorised and multi-threaded; the default.
 std::shared_ptr<Executor> cpu_executor();
+// Every executor kiln has, the reference executor (the oracle) first. A new backend is added
+// here; the registry-driven op test (tests/test_registry_ops.cpp) then runs every op on it
+// against the reference, and KILN_EXECUTOR=<its name> makes it the default.
+std::vector<std::shared_ptr<Executor>> executors();
 // The executor eval() uses: cpu_executor(), or the one named by the environment variable
 // KILN_EXECUTOR (reference or cpu) at start-up, until set_executor() picks another.
 std::shared_ptr<Executor> current_executor();

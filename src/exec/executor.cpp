@@ -19,7 +19,9 @@ std::mutex& executor_mutex() {
 }
 std::shared_ptr<Executor> default_executor() {
   const char* name = std::getenv("KILN_EXECUTOR");
-  if (name != nullptr && std::string_view(name) == "reference") return reference_executor();
+  if (name != nullptr)
+    for (auto& e : executors())
+      if (e->name() == name) return e;
   return cpu_executor();
 }
 std::shared_ptr<Executor>& executor_slot() {
@@ -44,6 +46,10 @@ Executor& executor_for_evaluation() {
   return *copy;
 }
 }  // namespace
+
+std::vector<std::shared_ptr<Executor>> executors() {
+  return {reference_executor(), cpu_executor()};
+}
 
 std::shared_ptr<Executor> current_executor() {
   std::lock_guard lock(executor_mutex());

@@ -1,0 +1,401 @@
+// The registry-driven op test (in the manner of ggml's test-backend-ops): for every elementwise
+// row of the op registry and every dtype the row accepts, inputs full of edge values (0, -0, ±1,
+// NaN, ±inf, the extremes of the type, the smallest subnormal) are run on every executor that
+// kiln::executors() lists and compared with the reference executor: read in place, through a
+// transposing view and a strided slice, broadcast both ways (normal and inverse), as 0-d and as
+// empty tensors, and for binary rows with operands of every pair of accepted types. A row the
+// registry refuses for a dtype must be refused when the node is built (wrong_type, naming the op
+// and the operand). Every differentiable elementwise row is checked against central differences
+// in f64, and the gradient table against the registry's gradient column.
+//
+// Nothing here names an op: a new row, or a new executor, is covered without being told.
+//
+// Tolerance: integers and comparison results bit for bit; floats where both are NaN, or equal
+// (infinities of the same sign, and zeros), or within rtol * max(|reference|, 1) with rtol 1e-5
+// for f32 and 1e-12 for f64 (SLEEF's functions are within 3.5 ulp of libm's).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/op_registry.hpp"
+#include "kiln/kiln.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using kiln::DType;
+using kiln::Shape;
+using kiln::Tensor;
+using kiln::detail::Op;
+using kiln::detail::OpKind;
+
+constexpr DType kAllTypes[] = {DType::i32, DType::i64, DType::f32, DType::f64};
+
+// ---- the elementwise rows and their public functions ----------------------------------------
+
+struct Row {
+  Op op;
+  std::string_view name;
+  std::function<Tensor(const Tensor&)> unary;
+  std::function<Tensor(const Tensor&, const Tensor&)> binary;
+};
+
+// The public function of each unary row; a row whose function takes more (convert: the target
+// type) is called with f64 there.
+template <class F> std::function<Tensor(const Tensor&)> unary_call(F f) {
+  return [f](const Tensor& a) { return f(a); };
+}
+
+#define KILN_TEST_NONE_(...)
+#define KILN_TEST_UNARY_(name, ...)                                                     \
+  rows.push_back({Op::name, #name, unary_call([](const auto& a) {                       \
+                    if constexpr (requires { kiln::name(a); }) return kiln::name(a);    \
+                    else return kiln::name(a, DType::f64);                              \
+                  }), nullptr});
+#define KILN_TEST_BINARY_(name, ...)                                                    \
+  rows.push_back({Op::name, #name, nullptr,                                             \
+                  [](const Tensor& a, const Tensor& b) { return kiln::name(a, b); }});
+
+const std::vector<Row>& elementwise_rows() {
+  static const std::vector<Row> all = [] {
+    std::vector<Row> rows;
+    KILN_OP_REGISTRY(KILN_TEST_NONE_, KILN_TEST_UNARY_, KILN_TEST_BINARY_)
+    return rows;
+  }();
+  return all;
+}
+#undef KILN_TEST_NONE_
+#undef KILN_TEST_UNARY_
+#undef KILN_TEST_BINARY_
+
+// ---- inputs ---------------------------------------------------------------------------------
+
+// The edge values of a type, then a few random ones (the same on every run).
+template <class T> std::vector<T> edge_values() {
+  using L = std::numeric_limits<T>;
+  std::vector<T> v;
+  if constexpr (std::is_floating_point_v<T>) {
+    v = {T(0), -T(0), T(1), T(-1), T(0.5), T(-2.5), T(3), L::quiet_NaN(), L::infinity(),
+         -L::infinity(), L::max(), L::lowest(), L::denorm_min(), T(1e-3)};
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> d(-4, 4);
+    for (int i = 0; i < 6; ++i) v.push_back(static_cast<T>(d(rng)));
+  } else {
+    v = {T(0), T(1), T(-1), T(2), T(-3), T(7), L::max(), L::min(), T(L::max() - 1),
+         T(L::min() + 1), T(63), T(-64)};
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> d(-100, 100);
+    for (int i = 0; i < 6; ++i) v.push_back(static_cast<T>(d(rng)));
+  }
+  return v;
+}
+
+std::int64_t edge_count(DType t) {
+  return kiln::is_float(t) ? 20 : 18;
+}
+
+// `count` values of type t: the edge values repeated from position `offset` on.
+Tensor values_of(DType t, Shape shape, std::int64_t offset = 0) {
+  const std::int64_t n = kiln_test::numel_of(shape);
+  auto make = [&]<class T>(T) {
+    const std::vector<T> edges = edge_values<T>();
+    std::vector<T> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i)
+      v[static_cast<std::size_t>(i)] =
+          edges[static_cast<std::size_t>((i + offset) % static_cast<std::int64_t>(edges.size()))];
+    return Tensor::from(v, shape);
+  };
+  switch (t) {
+    case DType::i32: return make(std::int32_t{});
+    case DType::i64: return make(std::int64_t{});
+    case DType::f32: return make(float{});
+    case DType::f64: break;
+  }
+  return make(double{});
+}
+
+// ---- comparing results ----------------------------------------------------------------------
+
+struct Result {
+  DType dtype;
+  Shape shape;
+  std::vector<double> floats;
+  std::vector<std::int64_t> ints;
+};
+
+Result read(const Tensor& t) {
+  Result r{t.dtype(), t.shape(), {}, {}};
+  if (kiln::is_float(t.dtype())) r.floats = t.to_vector<double>();
+  else r.ints = t.to_vector<std::int64_t>();
+  return r;
+}
+
+// Empty when they agree, else the first difference.
+std::string difference(const Result& want, const Result& got) {
+  if (want.dtype != got.dtype) return "dtype differs";
+  if (want.shape != got.shape) return "shape differs";
+  if (want.ints != got.ints) {
+    for (std::size_t i = 0; i < want.ints.size(); ++i)
+      if (want.ints[i] != got.ints[i])
+        return "element " + std::to_string(i) + ": " + std::to_string(got.ints[i]) +
+               ", reference " + std::to_string(want.ints[i]);
+  }
+  const double rtol = want.dtype == DType::f32 ? 1e-5 : 1e-12;
+  for (std::size_t i = 0; i < want.floats.size(); ++i) {
+    const double w = want.floats[i], g = got.floats[i];
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (w == g) continue;
+    if (std::isfinite(w) && std::isfinite(g) &&
+        std::abs(w - g) <= rtol * std::max(std::abs(w), 1.0))
+      continue;
+    return "element " + std::to_string(i) + ": " + std::to_string(g) + ", reference " +
+           std::to_string(w);
+  }
+  return "";
+}
+
+// Restores the executor found at the start.
+struct ExecutorGuard {
+  std::shared_ptr<kiln::Executor> saved = kiln::current_executor();
+  ~ExecutorGuard() { kiln::set_executor(saved); }
+};
+
+// Builds the graph afresh for each executor (an evaluated node keeps its result) and compares
+// every executor's values with the reference's. Returns the number of comparisons.
+int compare_executors(const std::string& what, const std::function<Tensor()>& build) {
+  ExecutorGuard guard;
+  const auto all = kiln::executors();
+  kiln::set_executor(all.front());
+  const Result want = read(build());
+  int compared = 0;
+  for (std::size_t e = 1; e < all.size(); ++e) {
+    kiln::set_executor(all[e]);
+    const std::string diff = difference(want, read(build()));
+    EXPECT_EQ(diff, "") << what << " on the " << all[e]->name() << " executor";
+    ++compared;
+  }
+  return compared;
+}
+
+std::string type_name(DType t) { return std::string(kiln::dtype_name(t)); }
+
+// ---- the tests ------------------------------------------------------------------------------
+
+TEST(RegistryOps, ReferenceExecutorIsFirstAndNamesAreUnique) {
+  const auto all = kiln::executors();
+  ASSERT_GE(all.size(), 2u) << "the reference executor and at least one other";
+  EXPECT_EQ(all.front()->name(), "reference");
+  for (std::size_t i = 0; i < all.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(all[i]->name(), all[j]->name());
+}
+
+TEST(RegistryOps, EveryElementwiseRowIsEnumerated) {
+  std::size_t elementwise = 0;
+  for (std::size_t i = 0; i < kiln::detail::kOpCount; ++i) {
+    const auto& info = kiln::detail::op_info(static_cast<Op>(i));
+    if (info.kind == OpKind::unary || info.kind == OpKind::binary) {
+      ++elementwise;
+      EXPECT_FALSE(info.c_template.empty()) << info.name << " has no C expression template";
+    }
+  }
+  EXPECT_EQ(elementwise_rows().size(), elementwise);
+  EXPECT_GE(elementwise, 43u);  // 30 unary and 13 binary rows when this test was written
+}
+
+TEST(RegistryOps, UnaryRowsAgreeWithTheReferenceOnEveryExecutor) {
+  int compared = 0;
+  for (const Row& row : elementwise_rows()) {
+    if (!row.unary) continue;
+    for (DType t : kAllTypes) {
+      const std::string what = std::string(row.name) + "(" + type_name(t) + ")";
+      if (!kiln::detail::accepts(row.op, t)) {
+        const Tensor x = values_of(t, {3});
+        try {
+          (void)row.unary(x);
+          ADD_FAILURE() << what << " was built although the registry refuses " << type_name(t);
+        } catch (const kiln::Error& e) {
+          EXPECT_EQ(e.code(), kiln::ErrorCode::wrong_type) << what;
+          EXPECT_NE(std::string(e.what()).find(row.name), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find(type_name(t)), std::string::npos) << e.what();
+        }
+        continue;
+      }
+      const std::int64_t n = edge_count(t);
+      compared += compare_executors(what + " contiguous [3," + std::to_string(n) + "]",
+                                    [&] { return row.unary(values_of(t, {3, n})); });
+      compared += compare_executors(what + " through a transposing view", [&] {
+        return row.unary(kiln::transpose(values_of(t, {n, 3}, 5), 0, 1));
+      });
+      compared += compare_executors(what + " through a strided slice", [&] {
+        return row.unary(kiln::slice(values_of(t, {3, 2 * n}, 1), {0, 1}, {3, 2 * n}, {1, 2}));
+      });
+      compared += compare_executors(what + " broadcast", [&] {
+        return row.unary(kiln::broadcast_to(values_of(t, {n}), {4, n}));
+      });
+      for (std::int64_t k = 0; k < n; ++k)
+        compared += compare_executors(what + " 0-d, edge value " + std::to_string(k),
+                                      [&] { return row.unary(values_of(t, {}, k)); });
+      compared += compare_executors(what + " empty",
+                                    [&] { return row.unary(values_of(t, {0, 5})); });
+      // Fused behind another op of the same row, so the fast executors run it inside a chain.
+      compared += compare_executors(what + " fused twice", [&] {
+        const Tensor once = row.unary(values_of(t, {2, n}));
+        return once.dtype() == t ? row.unary(once) : once;
+      });
+    }
+  }
+  EXPECT_GT(compared, 0);
+}
+
+TEST(RegistryOps, BinaryRowsAgreeWithTheReferenceOnEveryExecutor) {
+  int compared = 0;
+  for (const Row& row : elementwise_rows()) {
+    if (!row.binary) continue;
+    for (DType ta : kAllTypes)
+      for (DType tb : kAllTypes) {
+        const std::string what =
+            std::string(row.name) + "(" + type_name(ta) + ", " + type_name(tb) + ")";
+        if (!kiln::detail::accepts(row.op, ta) || !kiln::detail::accepts(row.op, tb)) {
+          EXPECT_EQ(kiln_test::code_of([&] { (void)row.binary(values_of(ta, {2}), values_of(tb, {2})); }),
+                    kiln::ErrorCode::wrong_type)
+              << what;
+          continue;
+        }
+        const std::int64_t na = edge_count(ta), nb = edge_count(tb);
+        // Every pair of edge values: [na, 1] against [nb], broadcast normally.
+        compared += compare_executors(what + " all pairs", [&] {
+          return row.binary(values_of(ta, {na, 1}), values_of(tb, {nb}));
+        });
+        if (ta != tb && !(ta == DType::f64 || tb == DType::f64)) continue;
+        compared += compare_executors(what + " inverse broadcast", [&] {
+          return row.binary(values_of(ta, {nb, na}, 3), values_of(tb, {nb}).inverse_broadcast());
+        });
+        compared += compare_executors(what + " through views", [&] {
+          return row.binary(kiln::transpose(values_of(ta, {na, nb}, 2), 0, 1),
+                            kiln::slice(values_of(tb, {nb, 2 * na}, 4), {0, 0}, {nb, 2 * na},
+                                        {1, 2}));
+        });
+        compared += compare_executors(what + " 0-d", [&] {
+          return row.binary(values_of(ta, {}, 4), values_of(tb, {}, 6));
+        });
+        compared += compare_executors(what + " empty", [&] {
+          return row.binary(values_of(ta, {0, 3}), values_of(tb, {3}));
+        });
+      }
+  }
+  EXPECT_GT(compared, 0);
+}
+
+// ---- gradients ------------------------------------------------------------------------------
+
+// Points in (-3, 3) that avoid 0, ±1 and each other's ties, so that kinks (abs, relu) and
+// domain edges (log, acosh, atanh) are not met exactly.
+std::vector<double> grid(int count, double phase) {
+  std::vector<double> v;
+  for (int i = 0; i < count; ++i) v.push_back(-2.95 + 5.9 * (i + phase) / count + 0.0123);
+  return v;
+}
+
+// Checks d sum(f(x...)) / dx_k elementwise against central differences, at the points where f
+// is finite and smooth enough for a difference quotient; at least `min_points` must qualify.
+void gradcheck(const std::string& what, int arity,
+               const std::function<Tensor(const std::vector<Tensor>&)>& f) {
+  constexpr int kPoints = 64;
+  constexpr double h = 1e-6;
+  std::vector<std::vector<double>> x;
+  for (int k = 0; k < arity; ++k) x.push_back(grid(kPoints, 0.37 * (k + 1)));
+  if (arity == 2) std::reverse(x[1].begin(), x[1].end());
+  auto value = [&](const std::vector<std::vector<double>>& at) {
+    std::vector<Tensor> in;
+    for (const auto& v : at) in.push_back(Tensor::from(v));
+    return f(in).to_vector<double>();
+  };
+  std::vector<Tensor> vars;
+  for (const auto& v : x) vars.push_back(Tensor::from(v).watch());
+  std::vector<Tensor> grads;
+  {
+    kiln::GradientContext ctx;
+    const Tensor y = kiln::sum(f(vars));
+    grads = kiln::gradients(y, vars);
+  }
+  const std::vector<double> center = value(x);
+  for (int k = 0; k < arity; ++k) {
+    ASSERT_EQ(grads[static_cast<std::size_t>(k)].dtype(), DType::f64) << what;
+    const std::vector<double> analytic = grads[static_cast<std::size_t>(k)].to_vector<double>();
+    auto up = x, down = x;
+    for (auto& v : up[static_cast<std::size_t>(k)]) v += h;
+    for (auto& v : down[static_cast<std::size_t>(k)]) v -= h;
+    const std::vector<double> fu = value(up), fd = value(down);
+    int checked = 0;
+    for (int i = 0; i < kPoints; ++i) {
+      const double numeric = (fu[i] - fd[i]) / (2 * h);
+      if (!std::isfinite(center[i]) || !std::isfinite(fu[i]) || !std::isfinite(fd[i]) ||
+          std::abs(numeric) > 1e4)
+        continue;
+      // A kink between x - h and x + h (min/max crossing) shows as a one-sided difference.
+      const double left = (center[i] - fd[i]) / h, right = (fu[i] - center[i]) / h;
+      if (std::abs(left - right) > 1e-3 * (1 + std::abs(numeric))) continue;
+      ++checked;
+      EXPECT_NEAR(analytic[static_cast<std::size_t>(i)], numeric, 1e-5 * (1 + std::abs(numeric)))
+          << what << ", input " << k << " at point " << i << " (x = " << x[k][i] << ")";
+    }
+    EXPECT_GE(checked, 8) << what << ": too few points where the difference quotient is usable";
+  }
+}
+
+TEST(RegistryOps, EveryDifferentiableElementwiseRowMatchesCentralDifferences) {
+  int rows = 0;
+  for (const Row& row : elementwise_rows()) {
+    const auto& info = kiln::detail::op_info(row.op);
+    if (info.gradient != kiln::detail::Gradient::rule) continue;
+    if (!kiln::detail::accepts(row.op, DType::f64)) continue;
+    ++rows;
+    if (row.unary)
+      gradcheck(std::string(row.name), 1,
+                [&](const std::vector<Tensor>& in) { return row.unary(in[0]); });
+    else
+      gradcheck(std::string(row.name), 2,
+                [&](const std::vector<Tensor>& in) { return row.binary(in[0], in[1]); });
+  }
+  EXPECT_GT(rows, 30);
+}
+
+// A zero-gradient row passes no gradient (a differentiable graph through it gives zeros, not an
+// error); a row without a derivative is an illegal_derive error.
+TEST(RegistryOps, RowsWithoutGradientGiveZerosOrAnError) {
+  for (const Row& row : elementwise_rows()) {
+    const auto& info = kiln::detail::op_info(row.op);
+    if (info.gradient == kiln::detail::Gradient::rule) continue;
+    const DType t = kiln::detail::accepts(row.op, DType::f64) ? DType::f64 : DType::i64;
+    const Tensor x = Tensor::from(std::vector<double>{0.5, -1.5, 2.0}).watch();
+    Tensor y;
+    {
+      kiln::GradientContext ctx;
+      const Tensor in = kiln::convert(x, t);
+      const Tensor out = row.unary ? row.unary(in) : row.binary(in, in);
+      y = kiln::sum(kiln::convert(out, DType::f64) * x);
+    }
+    if (info.gradient == kiln::detail::Gradient::zero) {
+      // y = sum(out * x): only the product passes a gradient, out itself passes none.
+      const Tensor g = kiln::gradient(y, x);
+      const Tensor expected = kiln::convert(
+          row.unary ? row.unary(kiln::convert(x, t)) : row.binary(kiln::convert(x, t),
+                                                                  kiln::convert(x, t)),
+          DType::f64);
+      EXPECT_EQ(g.to_vector<double>(), expected.to_vector<double>()) << row.name;
+    } else {
+      EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::gradient(y, x); }),
+                kiln::ErrorCode::illegal_derive)
+          << row.name;
+    }
+  }
+}
+
+}  // namespace
