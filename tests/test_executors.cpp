@@ -33,6 +33,7 @@
 #include <gtest/gtest.h>
 
 #include "exec/fusion.hpp"
+#include "registry_rows.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -64,6 +65,9 @@ using kiln::Scalar;
 using kiln::Shape;
 using kiln::Tensor;
 using I64s = std::vector<std::int64_t>;
+using kiln::detail::OpKind;
+using kiln::detail::TypeRule;
+using kiln::detail::VectorLoop;
 
 constexpr DType kDTypes[] = {DType::i32, DType::i64, DType::f32, DType::f64};
 
@@ -161,12 +165,15 @@ double rtol_of(DType t) { return t == DType::f32 ? 1e-5 : 1e-12; }
 // power, a float reduction or matmul in f32): f64 results that depend on one carry f32's error.
 // Asked before evaluating: an evaluated node becomes a leaf and no longer names its op.
 bool has_inexact_f32(const std::vector<Tensor>& nodes) {
-  static const std::string_view kInexact[] = {"exp", "log", "sin",  "tanh", "sigmoid",
-                                              "pow", "sum", "prod", "mean", "matmul"};
-  for (const Tensor& n : nodes)
-    if (n.dtype() == DType::f32 &&
+  static const std::string_view kInexact[] = {"sum", "prod", "mean", "matmul"};
+  for (const Tensor& n : nodes) {
+    if (n.dtype() != DType::f32) continue;
+    const auto& info = n.node()->info();
+    const bool elementwise = info.kind == OpKind::unary || info.kind == OpKind::binary;
+    if ((elementwise && info.vector != VectorLoop::plain && info.vector != VectorLoop::scalar) ||
         std::find(std::begin(kInexact), std::end(kInexact), n.op_name()) != std::end(kInexact))
       return true;
+  }
   return false;
 }
 
@@ -404,37 +411,38 @@ class GraphGen {
     return s.inverse ? t.inverse_broadcast() : t;
   }
 
+  // A unary row of the op registry that keeps the value's type (or gives a float type): any
+  // row, not a chosen few. Integer rows get operands in [-100, 100]; float rows get bounded
+  // operands, sometimes moved into [1.1, 5] (the domain of every function kiln has), and their
+  // results are clamped, so that a pole or an overflow does not flood the graph.
   std::optional<Expr> unary(int depth, const Shape& shape, DType dtype, bool exact) {
     const int d = depth - 1;
+    std::vector<const kiln_test::Row*> rows;
+    for (const kiln_test::Row& r : kiln_test::elementwise_rows()) {
+      const auto& info = r.info();
+      if (!r.unary || !kiln::detail::accepts(r.op, dtype)) continue;
+      if (info.type_rule != TypeRule::same && info.type_rule != TypeRule::float_valued) continue;
+      if (kiln::is_integer(dtype) && info.type_rule != TypeRule::same) continue;
+      if (exact && info.vector != VectorLoop::plain) continue;
+      rows.push_back(&r);
+    }
+    if (rows.empty()) return std::nullopt;
+    const kiln_test::Row& row = *rows[static_cast<std::size_t>(uniform(0, int(rows.size()) - 1))];
+    const bool correctly_rounded = row.info().vector == VectorLoop::plain;
     if (kiln::is_integer(dtype)) {
       const Expr x = make(d, shape, dtype, exact);
-      switch (uniform(0, 3)) {
-        case 0: return Expr{kiln::neg(x.t), x.exact};
-        case 1: return Expr{kiln::abs(x.t), x.exact};
-        case 2: return Expr{kiln::square(clamp(x.t, 100)), x.exact};
-        default: return Expr{kiln::relu(x.t), x.exact};
-      }
+      return Expr{row.unary(clamp(x.t, 100)), x.exact};
     }
-    // Mostly the float-valued functions (sqrt is the only correctly rounded one).
-    const int op = exact ? uniform(0, 4) : chance(0.6) ? uniform(4, 9) : uniform(0, 3);
     // Float-valued functions of integer tensors give f64.
     DType from = dtype;
-    if (op >= 4 && dtype == DType::f64 && chance(0.25))
+    if (row.info().type_rule == TypeRule::float_valued && dtype == DType::f64 && chance(0.25))
       from = chance(0.5) ? DType::i32 : DType::i64;
     const Expr x = make(d, shape, from, exact);
-    const Tensor& t = x.t;
-    switch (op) {
-      case 0: return Expr{-t, x.exact};
-      case 1: return Expr{kiln::abs(t), x.exact};
-      case 2: return Expr{kiln::square(clamp(t, 7)), x.exact};
-      case 3: return Expr{kiln::relu(t), x.exact};
-      case 4: return Expr{kiln::sqrt(kiln::abs(t) + typed(1, from)), x.exact};  // correctly rounded
-      case 5: return Expr{kiln::exp(clamp(t, 3)), false};
-      case 6: return Expr{kiln::log(kiln::abs(t) + typed(1, from)), false};
-      case 7: return Expr{kiln::sin(t), false};
-      case 8: return Expr{kiln::tanh(t), false};
-      default: return Expr{kiln::sigmoid(t), false};
-    }
+    Tensor operand = chance(0.5) ? clamp(x.t, 3) : kiln::abs(clamp(x.t, 3)) + typed(1.1, from);
+    if (kiln::is_integer(from)) operand = clamp(x.t, 5);
+    const Tensor y = row.unary(operand);
+    return Expr{correctly_rounded && y.dtype() == dtype ? y : clamp(y, 50),
+                x.exact && correctly_rounded};
   }
 
   std::optional<Expr> binary(int depth, const Shape& shape, DType dtype, bool exact) {

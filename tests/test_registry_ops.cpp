@@ -26,6 +26,7 @@
 
 #include "graph/op_registry.hpp"
 #include "kiln/kiln.hpp"
+#include "registry_rows.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -35,45 +36,10 @@ using kiln::Shape;
 using kiln::Tensor;
 using kiln::detail::Op;
 using kiln::detail::OpKind;
+using kiln_test::elementwise_rows;
+using kiln_test::Row;
 
 constexpr DType kAllTypes[] = {DType::i32, DType::i64, DType::f32, DType::f64};
-
-// ---- the elementwise rows and their public functions ----------------------------------------
-
-struct Row {
-  Op op;
-  std::string_view name;
-  std::function<Tensor(const Tensor&)> unary;
-  std::function<Tensor(const Tensor&, const Tensor&)> binary;
-};
-
-// The public function of each unary row; a row whose function takes more (convert: the target
-// type) is called with f64 there.
-template <class F> std::function<Tensor(const Tensor&)> unary_call(F f) {
-  return [f](const Tensor& a) { return f(a); };
-}
-
-#define KILN_TEST_NONE_(...)
-#define KILN_TEST_UNARY_(name, ...)                                                     \
-  rows.push_back({Op::name, #name, unary_call([](const auto& a) {                       \
-                    if constexpr (requires { kiln::name(a); }) return kiln::name(a);    \
-                    else return kiln::name(a, DType::f64);                              \
-                  }), nullptr});
-#define KILN_TEST_BINARY_(name, ...)                                                    \
-  rows.push_back({Op::name, #name, nullptr,                                             \
-                  [](const Tensor& a, const Tensor& b) { return kiln::name(a, b); }});
-
-const std::vector<Row>& elementwise_rows() {
-  static const std::vector<Row> all = [] {
-    std::vector<Row> rows;
-    KILN_OP_REGISTRY(KILN_TEST_NONE_, KILN_TEST_UNARY_, KILN_TEST_BINARY_)
-    return rows;
-  }();
-  return all;
-}
-#undef KILN_TEST_NONE_
-#undef KILN_TEST_UNARY_
-#undef KILN_TEST_BINARY_
 
 // ---- inputs ---------------------------------------------------------------------------------
 

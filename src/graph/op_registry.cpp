@@ -8,14 +8,24 @@ namespace {
 
 constexpr std::array kOps = {
 #define KILN_OP_INFO_(name, kind, arity, operands, rule, gradient, flint) \
-  OpInfo{#name, OpKind::kind, arity, Operands::operands, TypeRule::rule, Gradient::gradient, {}},
+  OpInfo{#name, OpKind::kind, arity, Operands::operands, TypeRule::rule, Gradient::gradient, {},  \
+         VectorLoop::none},
 #define KILN_ELEMENTWISE_INFO_(kind, arity, name, operands, rule, gradient, flint, f, i, v, c) \
-  OpInfo{#name, OpKind::kind, arity, Operands::operands, TypeRule::rule, Gradient::gradient, c},
+  OpInfo{#name, OpKind::kind, arity, Operands::operands, TypeRule::rule, Gradient::gradient, c,   \
+         KILN_VECTOR_KIND_##v},
+#define KILN_VECTOR_KIND_plain VectorLoop::plain
+#define KILN_VECTOR_KIND_scalar VectorLoop::scalar
+#define KILN_VECTOR_KIND_SLEEF(fn, ulp) VectorLoop::sleef
+#define KILN_VECTOR_KIND_VECTOR(fn) VectorLoop::hand_written
 #define KILN_UNARY_INFO_(...) KILN_ELEMENTWISE_INFO_(unary, 1, __VA_ARGS__)
 #define KILN_BINARY_INFO_(...) KILN_ELEMENTWISE_INFO_(binary, 2, __VA_ARGS__)
     KILN_OP_REGISTRY(KILN_OP_INFO_, KILN_UNARY_INFO_, KILN_BINARY_INFO_)
 #undef KILN_OP_INFO_
 #undef KILN_ELEMENTWISE_INFO_
+#undef KILN_VECTOR_KIND_plain
+#undef KILN_VECTOR_KIND_scalar
+#undef KILN_VECTOR_KIND_SLEEF
+#undef KILN_VECTOR_KIND_VECTOR
 #undef KILN_UNARY_INFO_
 #undef KILN_BINARY_INFO_
 };

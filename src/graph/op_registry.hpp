@@ -203,6 +203,11 @@ inline constexpr std::size_t kOpCount = 0
 #undef KILN_OP_COUNT_
     ;
 
+// The vector column of an elementwise row, as data (for tests and code generators). A `plain`
+// row is one IEEE operation or a choice between values, so every executor's float result is
+// correctly rounded and identical; the others may differ by a few ulp between executors.
+enum class VectorLoop : std::uint8_t { none, plain, sleef, hand_written, scalar };
+
 struct OpInfo {
   std::string_view name;
   OpKind kind;
@@ -211,6 +216,7 @@ struct OpInfo {
   TypeRule type_rule;
   Gradient gradient;
   std::string_view c_template;  // elementwise ops: the op as a C expression; empty otherwise
+  VectorLoop vector;            // elementwise ops; `none` for every other op
 };
 
 const OpInfo& op_info(Op op);
