@@ -66,7 +66,7 @@ bool profiling_enabled() {
   return on;
 }
 
-void profile_kernel(const Kernel& k, double seconds) {
+void profile_kernel(const Kernel& k, double seconds, bool reference_fallback) {
   std::ostringstream label;
   label << kind_name(k.kind) << " " << k.root->info().name << " " << dtype_name(k.root->dtype)
         << shape_to_string(k.root->shape);
@@ -76,6 +76,7 @@ void profile_kernel(const Kernel& k, double seconds) {
       label << (i ? " " : "") << k.body[i]->info().name;
     label << "]";
   }
+  if (reference_fallback) label << " (reference kernel)";
   profile().add(label.str(), seconds);
 }
 

@@ -11,8 +11,10 @@ namespace kiln::detail {
 
 bool profiling_enabled();
 
-// Adds `seconds` to the kernel's group; "scheduling" and other non-kernel work use `label`.
-void profile_kernel(const Kernel& kernel, double seconds);
+// Adds `seconds` to the kernel's group; "scheduling" and other non-kernel work use `label`. A
+// kernel that a fast executor ran with the reference kernel (`reference_fallback`) is grouped
+// apart and labelled so.
+void profile_kernel(const Kernel& kernel, double seconds, bool reference_fallback = false);
 void profile_label(const char* label, double seconds);
 
 // Times a scope when profiling is on; costs one branch when it is off.

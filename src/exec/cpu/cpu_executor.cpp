@@ -668,20 +668,54 @@ void run_elementwise(const Kernel& k, const Code& code, const GraphStructure& st
   for (std::size_t i = 0; i < k.stored.size(); ++i) k.stored[i]->result = std::move(kept[i]);
 }
 
-void run_materialize(const Kernel& k) {
-  Node& root = *k.root;
-  const Source src(*k.inputs[0].node->result, k.inputs[0].view);
-  auto out = std::make_shared<Buffer>(root.dtype, root.numel());
-  const std::size_t width = size_of(root.dtype);
-  const std::int64_t chunks = (root.numel() + kChunk - 1) / kChunk;
+// Writes the values of `in` (a buffer read through its view, if any) to `out`, converted to
+// out's type, chunk by chunk over the threads: the copy behind views that are materialised and
+// `contiguous`, through the strided reader.
+void copy_values(const KernelInput& in, Buffer& out) {
+  const Source src(*in.node->result, in.view);
+  const std::size_t width = size_of(out.dtype());
+  const std::int64_t numel = out.numel();
+  const std::int64_t chunks = (numel + kChunk - 1) / kChunk;
   parallel_for(chunks, grain_for(kChunk), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t c = begin; c < end; ++c) {
       const std::int64_t start = c * kChunk;
-      src.read(start, std::min(kChunk, root.numel() - start),
-               static_cast<std::byte*>(out->data()) + start * width, root.dtype);
+      src.read(start, std::min(kChunk, numel - start),
+               static_cast<std::byte*>(out.data()) + start * width, out.dtype());
     }
   });
+}
+
+void run_materialize(const Kernel& k) {
+  Node& root = *k.root;
+  auto out = std::make_shared<Buffer>(root.dtype, root.numel());
+  copy_values(k.inputs[0], *out);
   root.result = std::move(out);
+}
+
+// concat along attrs.axes[0]: each input's rows (its part of one output row, `part` values)
+// read through the strided reader straight into place.
+void run_concat(const Kernel& k, Buffer& out) {
+  const Node& root = *k.root;
+  const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < axis; ++d) outer *= root.shape[d];
+  for (std::size_t d = axis + 1; d < root.shape.size(); ++d) inner *= root.shape[d];
+  const std::int64_t row = root.shape[axis] * inner;
+  const std::int64_t width = static_cast<std::int64_t>(size_of(root.dtype));
+  std::byte* const bytes = static_cast<std::byte*>(out.data());
+  std::int64_t offset = 0;
+  for (const KernelInput& in : k.inputs) {
+    const Shape& shape = in.through ? in.through->shape : in.node->shape;
+    const std::int64_t length = shape[axis] * inner;
+    if (length > 0) {
+      const Source src(*in.node->result, in.view);
+      parallel_for(outer, grain_for(length), [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t o = begin; o < end; ++o)
+          src.read(o * length, length, bytes + (o * row + offset) * width, root.dtype);
+      });
+    }
+    offset += length;
+  }
 }
 
 // ---- reductions -------------------------------------------------------------------------------
@@ -1016,23 +1050,36 @@ void run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
 
 // ---- matmul -----------------------------------------------------------------------------------
 
-void run_matmul(const Kernel& k) {
+// Returns whether it fell back to the reference kernel (integer products).
+bool run_matmul(const Kernel& k) {
   Node& root = *k.root;
   auto out = std::make_shared<Buffer>(root.dtype, root.numel());
-  if (!matmul_with_library(root, k.inputs[0], k.inputs[1], *out)) run_reference_kernel(root, *out);
+  const bool fast = matmul_with_library(root, k.inputs[0], k.inputs[1], *out);
+  if (!fast) run_reference_kernel(root, *out);
   root.result = std::move(out);
+  return !fast;
 }
 
-void run_single(const Kernel& k) {
+// Runs the ops without a fused kernel: CPU kernels where there are, else the reference kernel,
+// which KILN_DEBUG reports and KILN_PROFILE labels. Returns whether it fell back.
+bool run_single(const Kernel& k) {
   Node& root = *k.root;
   auto out = std::make_shared<Buffer>(root.dtype, root.numel());
   const OpKind kind = root.info().kind;
-  const bool fast = (kind == OpKind::window2d && run_window2d(k, *out)) ||
-                    (kind == OpKind::softmax && run_softmax(k, *out)) ||
-                    (root.op == Op::gather && run_gather(k, *out)) ||
-                    (root.op == Op::scatter_add && run_scatter_add(k, *out));
+  bool fast = (kind == OpKind::window2d && run_window2d(k, *out)) ||
+              (kind == OpKind::softmax && run_softmax(k, *out)) ||
+              (root.op == Op::gather && run_gather(k, *out)) ||
+              (root.op == Op::scatter_add && run_scatter_add(k, *out));
+  if (kind == OpKind::copy) {
+    copy_values(k.inputs[0], *out);
+    fast = true;
+  } else if (kind == OpKind::concat) {
+    run_concat(k, *out);
+    fast = true;
+  }
   if (!fast) run_reference_kernel(root, *out);
   root.result = std::move(out);
+  return !fast;
 }
 
 bool debug_enabled() {
@@ -1104,6 +1151,7 @@ class CpuExecutor final : public Executor {
       const Kernel& k = kernels[i];
       KernelPlan& p = plan.kernels[i];
       const ProfileTimer timer;
+      bool fell_back = false;
       // A result with no elements needs no kernel, however large the other sizes of its shape:
       // kernels that loop over those (concat's outer rows, a copy through a permutation) would
       // spend time and memory on them for nothing.
@@ -1117,11 +1165,15 @@ class CpuExecutor final : public Executor {
           reuse_.clear();
           break;
         case Kernel::Kind::reduce: run_reduce(k, p, structure_); break;
-        case Kernel::Kind::matmul: run_matmul(k); break;
+        case Kernel::Kind::matmul: fell_back = run_matmul(k); break;
         case Kernel::Kind::materialize: run_materialize(k); break;
-        case Kernel::Kind::single: run_single(k); break;
+        case Kernel::Kind::single: fell_back = run_single(k); break;
       }
-      if (timer.on()) profile_kernel(k, timer.seconds());
+      if (fell_back && debug_enabled())
+        std::cerr << "[kiln] reference kernel: " << k.root->info().name << " "
+                  << dtype_name(k.root->dtype) << shape_to_string(k.root->shape)
+                  << " (the cpu executor has no kernel of its own for it)\n";
+      if (timer.on()) profile_kernel(k, timer.seconds(), fell_back);
       for (int slot : p.reads) {
         const auto s = static_cast<std::size_t>(slot);
         Node* n = nodes[s];
