@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string_view>
 
-#include "exec/cpu/thread_pool.hpp"
+#include "exec/cpu/parallel.hpp"
 #include "exec/evaluate.hpp"
 #include "graph/graph_lock.hpp"
 #include "graph/node.hpp"

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "exec/schedule.hpp"
+#include "exec/graph_walk.hpp"
 #include "kiln/error.hpp"
 
 namespace kiln::detail {

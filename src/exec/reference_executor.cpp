@@ -3,7 +3,7 @@
 #include <unordered_set>
 
 #include "exec/reference_kernels.hpp"
-#include "exec/schedule.hpp"
+#include "exec/graph_walk.hpp"
 #include "kiln/executor.hpp"
 
 namespace kiln {

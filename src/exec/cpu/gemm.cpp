@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "exec/cpu/source.hpp"
-#include "exec/cpu/thread_pool.hpp"
+#include "exec/cpu/parallel.hpp"
 #include "exec/operand.hpp"
 #include "kiln/error.hpp"
 

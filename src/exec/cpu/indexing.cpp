@@ -4,7 +4,7 @@
 #include <type_traits>
 
 #include "exec/cpu/source.hpp"
-#include "exec/cpu/thread_pool.hpp"
+#include "exec/cpu/parallel.hpp"
 #include "exec/operand.hpp"
 
 namespace kiln::detail::cpu {

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <vector>
 
-#include "exec/cpu/chunk_ops.hpp"
+#include "exec/cpu/float_loops.hpp"
 #include "exec/cpu/source.hpp"
-#include "exec/cpu/thread_pool.hpp"
+#include "exec/cpu/parallel.hpp"
 #include "exec/operand.hpp"
 
 namespace kiln::detail::cpu {

@@ -11,8 +11,8 @@
 #include <unordered_map>
 
 #include "exec/cpu/source.hpp"
-#include "exec/cpu/chunk_ops.hpp"
-#include "exec/cpu/thread_pool.hpp"
+#include "exec/cpu/float_loops.hpp"
+#include "exec/cpu/parallel.hpp"
 #include "exec/operand.hpp"
 #include "exec/semantics/elementwise.hpp"
 #include "exec/window2d.hpp"

@@ -1,4 +1,4 @@
-#include "exec/schedule.hpp"
+#include "exec/graph_walk.hpp"
 
 #include <cstdint>
 

@@ -1,4 +1,5 @@
-// A pool of worker threads, no more than the machine has cores, that sleep while idle.
+// parallel_for over OpenMP's thread team (the team oneDNN uses too), no more threads than the machine
+// has cores; idle threads sleep.
 #pragma once
 
 #include <algorithm>

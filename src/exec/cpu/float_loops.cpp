@@ -1,4 +1,4 @@
-#include "exec/cpu/chunk_ops.hpp"
+#include "exec/cpu/float_loops.hpp"
 
 #include <cstdlib>
 #include <cstring>

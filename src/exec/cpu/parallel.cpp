@@ -1,7 +1,7 @@
 // parallel_for runs on OpenMP's thread team: oneDNN (matmul, convolution) uses the same team, so
 // kiln never has two pools of busy threads competing for the cores. Idle team threads wait
 // briefly and then sleep (libgomp's default policy).
-#include "exec/cpu/thread_pool.hpp"
+#include "exec/cpu/parallel.hpp"
 
 #include <omp.h>
 

@@ -1,0 +1,109 @@
+#include "exec/kernel_ir.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "exec/schedule_cache.hpp"
+
+namespace kiln::detail {
+
+DType compute_type(const Node& n, const DType* arg_types) {
+  switch (n.info().kind) {
+    case OpKind::binary: return promote(arg_types[0], arg_types[1]);
+    // Comparisons of one value (to_i32: sign, even) compute in the operand type.
+    case OpKind::unary:
+      return n.info().type_rule == TypeRule::to_i32 ? arg_types[0] : n.dtype;
+    case OpKind::custom: return DType::f64;
+    default: return n.dtype;
+  }
+}
+
+void lower_kernel(const std::vector<Node*>& body, const std::vector<Node*>& stored,
+                  const GraphStructure& structure, const DescribeLoad& describe, KernelIr& ir) {
+  KernelIr* p = &ir;
+  const std::unordered_set<const Node*> in_body(body.begin(), body.end());
+  // A value is a fused node or a (node, view node) pair read from memory.
+  using Value = std::pair<const Node*, const Node*>;
+  auto value_of = [&](const NodePtr& input) -> Value {
+    const Node* d = input.get();
+    const Node* through = nullptr;
+    if (!d->result && d->is_view()) {
+      through = d;
+      d = d->view_base.get();
+    }
+    if (in_body.count(d)) through = nullptr;  // fused values are read as computed
+    return {d, through};
+  };
+  struct ValueHash {
+    std::size_t operator()(const Value& v) const {
+      return std::hash<const void*>()(v.first) * 31 + std::hash<const void*>()(v.second);
+    }
+  };
+  std::unordered_map<Value, std::size_t, ValueHash> last_use;
+  last_use.reserve(body.size() * 2);
+  for (std::size_t i = 0; i < body.size(); ++i)
+    for (const auto& in : body[i]->inputs) last_use[value_of(in)] = i;
+
+  std::vector<int> free_registers;
+  auto allocate = [&] {
+    if (!free_registers.empty()) {
+      const int r = free_registers.back();
+      free_registers.pop_back();
+      return r;
+    }
+    return p->registers++;
+  };
+  std::unordered_map<Value, std::pair<int, DType>, ValueHash> live;  // value -> (register, type)
+  std::unordered_set<int> constant_registers;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const Node* n = body[i];
+    IrStep s;
+    s.op = n->op;
+    s.dtype = n->dtype;
+    s.custom = n->attrs.custom;
+    for (const auto& in : n->inputs) {
+      const Value v = value_of(in);
+      auto it = live.find(v);
+      if (it == live.end()) {  // a value from memory: load it just before its first use
+        IrInstruction load;
+        load.load = static_cast<int>(p->loads.size());
+        // A broadcast scalar gets a register of its own that no other value reuses, so it is
+        // filled once per thread instead of once per chunk; a few of them, so that a long chain
+        // of ops with constants still needs only a few registers.
+        LoadFacts facts = describe(*v.first, v.second);
+        const bool constant = facts.constant && constant_registers.size() < 16;
+        p->loads.push_back({structure.slot(v.first), v.second ? structure.slot(v.second) : -1,
+                            v.first->dtype, constant, std::move(facts.layer)});
+        load.out = constant ? p->registers++ : allocate();
+        if (constant) constant_registers.insert(load.out);
+        p->code.push_back(std::move(load));
+        it = live.emplace(v, std::pair{p->code.back().out, v.first->dtype}).first;
+      }
+      s.args[s.arity] = it->second.first;
+      s.arg_types[s.arity] = it->second.second;
+      ++s.arity;
+    }
+    s.compute = compute_type(*n, s.arg_types);
+    IrInstruction step;
+    step.step = std::move(s);
+    step.out = allocate();
+    const auto kept = std::find(stored.begin(), stored.end(), n);
+    if (kept != stored.end()) step.store = static_cast<int>(kept - stored.begin());
+    // Values whose last reader is this step give their registers back.
+    for (const auto& in : n->inputs) {
+      const Value v = value_of(in);
+      auto it = live.find(v);
+      if (it != live.end() && last_use[v] == i) {
+        if (!constant_registers.count(it->second.first))
+          free_registers.push_back(it->second.first);
+        live.erase(it);
+      }
+    }
+    live[{n, nullptr}] = {step.out, n->dtype};
+    p->code.push_back(std::move(step));
+  }
+  p->result = p->code.back().out;
+}
+
+}  // namespace kiln::detail
