@@ -8,6 +8,7 @@
 #include "exec/operand.hpp"
 #include "exec/semantics/elementwise.hpp"
 #include "exec/semantics/reduction.hpp"
+#include "exec/semantics/softmax.hpp"
 
 namespace kiln::detail {
 
@@ -161,7 +162,7 @@ void softmax_kernel(const Node& n, Buffer& out) {
           auto at = [&](std::int64_t j) { return (i * len + j) * inner + k; };
           T m = -std::numeric_limits<T>::infinity();
           for (std::int64_t j = 0; j < len; ++j) m = std::max(m, a.get<T>(at(j)));
-          if (!std::isfinite(m)) m = 0;
+          m = softmax_shift(m);
           double total = 0;
           for (std::int64_t j = 0; j < len; ++j) total += std::exp(double(a.get<T>(at(j)) - m));
           for (std::int64_t j = 0; j < len; ++j) {

@@ -7,6 +7,7 @@
 #include "exec/operand.hpp"
 #include "exec/reference_kernels.hpp"
 #include "exec/semantics/elementwise.hpp"
+#include "exec/semantics/window_max.hpp"
 #include "exec/window2d.hpp"
 
 namespace kiln::detail {
@@ -118,7 +119,7 @@ template <class T, class G> void pool_kernel(const Node& node, Buffer& out) {
             const std::int64_t y = g.row(i, ki), xx = g.col(j, kj);
             if (y < 0 || y >= g.h || xx < 0 || xx >= g.w) continue;
             const T v = plane[y * g.w + xx];
-            if (!any || v > best || is_nan(v)) best = v;
+            if (!any || replaces(v, best, /*maximum=*/true)) best = v;
             any = true;
             if (is_nan(best)) break;
           }
@@ -135,7 +136,7 @@ template <class T, class G> void pool_kernel(const Node& node, Buffer& out) {
               if (y < 0 || y >= g.h || xx < 0 || xx >= g.w) continue;
               if (!(plane[y * g.w + xx] == best)) continue;
               if (pass == 0) ++ties;
-              else o[p * g.h * g.w + y * g.w + xx] += grad[out_index] / static_cast<G>(ties);
+              else o[p * g.h * g.w + y * g.w + xx] += tie_share(grad[out_index], ties);
             }
       }
 }

@@ -7,6 +7,7 @@
 #include "exec/cpu/source.hpp"
 #include "exec/cpu/parallel.hpp"
 #include "exec/operand.hpp"
+#include "exec/semantics/softmax.hpp"
 
 namespace kiln::detail::cpu {
 
@@ -28,8 +29,7 @@ void rows(const Node& n, const T* x, T* o, std::int64_t count, std::int64_t len)
         T* out = o + r * len;
         T m = -std::numeric_limits<T>::infinity();
         for (std::int64_t j = 0; j < len; ++j) m = in[j] > m ? in[j] : m;
-        // As the reference: NaN rows stay NaN, and a row of infinities is not shifted.
-        if (!std::isfinite(m)) m = 0;
+        m = softmax_shift(m);
         for (std::int64_t j = 0; j < len; ++j) e[j] = in[j] - m;
         float_loops().unary_f64(Op::exp, e.data(), e.data(), len);
         double total = 0;

@@ -15,6 +15,7 @@
 #include "exec/cpu/parallel.hpp"
 #include "exec/operand.hpp"
 #include "exec/semantics/elementwise.hpp"
+#include "exec/semantics/window_max.hpp"
 #include "exec/window2d.hpp"
 
 namespace kiln::detail::cpu {
@@ -314,7 +315,7 @@ template <class T> void pool(const Kernel& k, Buffer& out) {
               for (std::int64_t ki = 0; ki < g.kh; ++ki)
                 for (std::int64_t kj = 0; kj < g.kw; ++kj)
                   ties += corner[ki * g.dh * g.w + kj * g.dw] == best;
-              const T each = ties > 0 ? share / static_cast<T>(ties) : T{0};
+              const T each = tie_share(share, ties);
               T* target = dst + g.row(i, 0) * g.w + g.col(j, 0);
               for (std::int64_t ki = 0; ki < g.kh; ++ki)
                 for (std::int64_t kj = 0; kj < g.kw; ++kj) {
@@ -350,7 +351,7 @@ template <class T> void pool(const Kernel& k, Buffer& out) {
                 const std::int64_t xx = g.col(j, kj);
                 if (xx < 0 || xx >= g.w || !(plane[y * g.w + xx] == best)) continue;
                 if (pass == 0) ++ties;
-                else dst[y * g.w + xx] += share / static_cast<T>(ties);
+                else dst[y * g.w + xx] += tie_share(share, ties);
               }
             }
         }
