@@ -444,6 +444,11 @@ std::vector<FloatUnary> float_unaries() {
        {0.01, 1, 5, 1000},
        {1, 10, 100, 7}},
       {"log1p", &kiln::log1p, [](double x) { return std::log1p(x); }, {-0.5, 0, 0.5, 3}, {0, 1, 3}},
+      {"softplus",
+       &kiln::softplus,
+       [](double x) { return std::log(1 + std::exp(x)); },
+       {-5, -0.5, 0, 1, 10},
+       {-2, 0, 3}},
       {"sin", &kiln::sin, [](double x) { return std::sin(x); }, {-2, -0.5, 0, 1, 3}, {-1, 0, 1, 2}},
       {"cos", &kiln::cos, [](double x) { return std::cos(x); }, {-2, -0.5, 0, 1, 3}, {-1, 0, 1, 2}},
       {"tan",
@@ -555,6 +560,13 @@ TEST(Unary, Expm1AndLog1pAreAccurateNearZero) {
   auto x = f64({1e-10, -1e-12, 3e-9});
   expect_values(kiln::log1p(x), {std::log1p(1e-10), std::log1p(-1e-12), std::log1p(3e-9)}, 1e-12);
   expect_values(kiln::expm1(x), {std::expm1(1e-10), std::expm1(-1e-12), std::expm1(3e-9)}, 1e-12);
+}
+
+TEST(Unary, SoftplusNeitherOverflowsNorUnderflows) {
+  // log(1 + e^x) computed as written overflows for large x and rounds to 0 for very negative x.
+  expect_values(kiln::softplus(f64({100.0, 1000.0, -100.0, -1000.0})),
+                {100.0, 1000.0, std::exp(-100.0), 0.0}, 1e-15);
+  expect_values(kiln::softplus(f32({100.0f, -80.0f})), {100.0, std::exp(-80.0)}, 1e-6);
 }
 
 TEST(Unary, SpecialValues) {

@@ -140,8 +140,9 @@ enum class Gradient : std::uint8_t {
         KILN_NOT_FOR_INTEGERS, VECTOR(sigmoid), "(1 / (1 + exp(-{0})))")                        \
   UNARY(erf, any, float_valued, rule, FOTHER, std::erf(x), KILN_NOT_FOR_INTEGERS,               \
         SLEEF(erf, u10), "erf({0})")                                                            \
-  UNARY(softplus, any, float_valued, rule, FOTHER, softplus_value(x), KILN_NOT_FOR_INTEGERS,    \
-        scalar, "kiln_softplus({0})")                                                           \
+  UNARY(softplus, any, float_valued, rule, FOTHER,                                              \
+        (x > T{0} ? x : T{0}) + std::log1p(std::exp(-std::fabs(x))), KILN_NOT_FOR_INTEGERS,     \
+        scalar, "(({0}) > 0 ? ({0}) : 0) + log1p(exp(-fabs({0})))")                            \
   BINARY(add, any, same, rule, FADD, a + b, wrap_add(a, b), plain, "kiln_add({0}, {1})")        \
   BINARY(sub, any, same, rule, FSUB, a - b, wrap_sub(a, b), plain, "kiln_sub({0}, {1})")        \
   BINARY(mul, any, same, rule, FMUL, a * b, wrap_mul(a, b), plain, "kiln_mul({0}, {1})")        \

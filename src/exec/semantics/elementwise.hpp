@@ -14,11 +14,6 @@
 
 namespace kiln::detail {
 
-// log(1 + e^x) without overflow for large x or lost precision for very negative x.
-template <class T> inline T softplus_value(T x) {
-  return (x > T{0} ? x : T{0}) + std::log1p(std::exp(-std::fabs(x)));
-}
-
 [[noreturn]] inline void not_an_elementwise_op(Op op, const char* what) {
   throw Error(ErrorCode::internal_error,
               std::string(op_info(op).name) + ": no " + what + " semantics");
