@@ -4,6 +4,7 @@
 
 #include "exec/operand.hpp"
 #include "exec/reference_kernels.hpp"
+#include "exec/semantics/indexing.hpp"
 #include "graph/custom_kernel.hpp"
 
 namespace kiln::detail {
@@ -22,20 +23,8 @@ std::vector<std::int64_t> unravel(std::int64_t position, const Shape& shape) {
 std::int64_t checked_index(const Node& n, const Operand& indices, std::int64_t position,
                            std::int64_t size) {
   const auto k = indices.get<std::int64_t>(position);
-  if (k < 0 || k >= size)
-    throw Error(ErrorCode::invalid_select,
-                std::string(n.info().name) + ": index " + std::to_string(k) +
-                    " out of range for a dimension of size " + std::to_string(size));
+  if (!index_in_range(k, size)) index_out_of_range(n, k, size);
   return k;
-}
-
-template <class T> T accumulate(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
 }
 
 void gather_kernel(const Node& n, Buffer& out) {

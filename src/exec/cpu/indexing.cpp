@@ -6,6 +6,7 @@
 #include "exec/cpu/source.hpp"
 #include "exec/cpu/parallel.hpp"
 #include "exec/operand.hpp"
+#include "exec/semantics/indexing.hpp"
 
 namespace kiln::detail::cpu {
 
@@ -24,10 +25,7 @@ bool run_gather(const Kernel& k, Buffer& out) {
   // Every index is checked before any is used, so a bad one throws on this thread.
   const auto [lo, hi] = std::minmax_element(indices.data, indices.data + total);
   for (const std::int64_t* bad : {lo, hi})
-    if (*bad < 0 || *bad >= from[axis])
-      throw Error(ErrorCode::invalid_select,
-                  std::string(n.info().name) + ": index " + std::to_string(*bad) +
-                      " out of range for a dimension of size " + std::to_string(from[axis]));
+    if (!index_in_range(*bad, from[axis])) index_out_of_range(n, *bad, from[axis]);
 
   const auto strides = row_major_strides(from);
   const std::size_t last = rank - 1;
@@ -71,10 +69,8 @@ bool run_scatter_add(const Kernel& k, Buffer& out) {
   // Every index is checked before any is used (the reference kernel's message).
   for (std::int64_t i = 0; i < total; ++i) {
     const std::int64_t v = indices.data[i];
-    if ((v < 0 && !drop_negative) || v >= n.shape[axis])
-      throw Error(ErrorCode::invalid_select,
-                  std::string(n.info().name) + ": index " + std::to_string(v) +
-                      " out of range for a dimension of size " + std::to_string(n.shape[axis]));
+    if (!(v < 0 && drop_negative) && !index_in_range(v, n.shape[axis]))
+      index_out_of_range(n, v, n.shape[axis]);
   }
   const auto out_strides = row_major_strides(n.shape);
   const auto src_strides = row_major_strides(n.inputs[2]->shape);
@@ -99,12 +95,7 @@ bool run_scatter_add(const Kernel& k, Buffer& out) {
       for (std::int64_t j = 0; j < row_length; ++j) {
         if (idx[j] < 0) continue;  // dropped (checked above)
         T& dst = o[to + (axis == last ? idx[j] : idx[j] * out_strides[axis] + j)];
-        if constexpr (std::is_integral_v<T>) {  // wraps, as the reference
-          using U = std::make_unsigned_t<T>;
-          dst = static_cast<T>(static_cast<U>(dst) + static_cast<U>(values[j]));
-        } else {
-          dst += values[j];
-        }
+        dst = accumulate(dst, values[j]);
       }
     }
   });

@@ -1,0 +1,34 @@
+// Data-dependent indices (gather, scatter_add, index_select, one_hot): an index must lie in
+// [0, size) of the dimension it selects from, and every executor checks all of them before using
+// any, so that a bad index is an invalid_select error with the same message everywhere.
+// Accumulating into the selected positions (scatter_add, unwindow) wraps for integers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "exec/semantics/integer.hpp"
+#include "graph/node.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln::detail {
+
+inline bool index_in_range(std::int64_t index, std::int64_t size) {
+  return index >= 0 && index < size;
+}
+
+[[noreturn]] inline void index_out_of_range(const Node& n, std::int64_t index, std::int64_t size) {
+  throw Error(ErrorCode::invalid_select, std::string(n.info().name) + ": index " +
+                                             std::to_string(index) +
+                                             " out of range for a dimension of size " +
+                                             std::to_string(size));
+}
+
+// a + b as the selected positions accumulate: wrapping for integers.
+template <class T> inline T accumulate(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return wrap_add(a, b);
+  else return a + b;
+}
+
+}  // namespace kiln::detail
