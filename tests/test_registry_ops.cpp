@@ -21,6 +21,8 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -361,6 +363,230 @@ TEST(RegistryOps, RowsWithoutGradientGiveZerosOrAnError) {
                 kiln::ErrorCode::illegal_derive)
           << row.name;
     }
+  }
+}
+
+// ---- the other rows -------------------------------------------------------------------------
+// Rows that are not elementwise have signatures of their own, so each has a case here: a graph
+// whose ops include the row, built from one tensor x of shape [2, 3, 4, 5]. A test fails when a
+// row has no case (RegistryOps.EveryRowHasACase), so a new row of another kind cannot go
+// untested.
+
+namespace other {
+
+const Shape kShape{2, 3, 4, 5};
+
+// Values of type t for x: the edge values without the extremes of the type, whose sums depend
+// on the order of the additions (max + max - max), which is each executor's own.
+Tensor moderate_values(DType t, Shape shape, std::int64_t offset = 0) {
+  const std::int64_t n = kiln_test::numel_of(shape);
+  std::vector<double> pool = {0, -0.0, 1, -1, 0.5, -2.5, 3, 1e-3, 2, -3.5, 1.25, 0.75};
+  if (kiln::is_float(t)) {
+    pool.push_back(std::numeric_limits<double>::quiet_NaN());
+    pool.push_back(std::numeric_limits<double>::infinity());
+    pool.push_back(-std::numeric_limits<double>::infinity());
+  }
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = pool[static_cast<std::size_t>((i * 7 + offset) % pool.size())];
+  return kiln::convert(Tensor::from(v, shape), t).eval();
+}
+
+// Finite, distinct values (no ties, no NaN): for products and convolutions computed in another
+// order by the libraries, and for gradient checks at points where every op is smooth.
+Tensor smooth_values(DType t, Shape shape, std::uint64_t seed = 3) {
+  const std::int64_t n = kiln_test::numel_of(shape);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::uniform_real_distribution<double> d(-2, 2);
+  for (auto& x : v) x = d(rng);
+  if (kiln::is_integer(t))
+    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = double(i % 7) - 3;
+  return kiln::convert(Tensor::from(v, shape), t).eval();
+}
+
+Tensor flat_part(const Tensor& x, Shape shape) {  // the first elements of x, reshaped
+  return kiln::reshape(kiln::slice_axis(kiln::reshape(x, {-1}), 0, 0, kiln_test::numel_of(shape)),
+                       shape);
+}
+
+Tensor indices_for(Shape shape, std::int64_t bound) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(kiln_test::numel_of(shape)));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>((i * 5 + 1) % bound);
+  return Tensor::from(v, shape);
+}
+
+// The gradient of sum(f(leaf) * weights) with respect to the leaf, built inside a context.
+Tensor gradient_of(const std::function<Tensor(const Tensor&)>& f, const Tensor& leaf,
+                   const Tensor& weights) {
+  leaf.watch();
+  kiln::GradientContext ctx;
+  return kiln::gradient(kiln::sum(f(leaf) * weights), leaf);
+}
+
+struct Case {
+  std::string_view op;    // the registry row it covers
+  bool smooth_only;       // inputs without NaN, infinities and ties (library kernels)
+  std::function<Tensor(const Tensor&)> build;
+};
+
+const std::vector<Case>& cases() {
+  using kiln::Tensor;
+  static const std::vector<Case> all = {
+      {"store", false, [](const Tensor& x) { return x; }},
+      {"random_uniform", false,
+       [](const Tensor& x) { return kiln::uniform({3, 7}, 5, x.dtype()); }},
+      {"reshape", false, [](const Tensor& x) { return kiln::reshape(x, {4, 30}); }},
+      {"permute", false, [](const Tensor& x) { return kiln::permute(x, {3, 1, 0, 2}); }},
+      {"slice", false,
+       [](const Tensor& x) { return kiln::slice(x, {0, 1, 0, 4}, {2, 3, 4, 0}, {1, 1, 2, -2}); }},
+      {"pad", false, [](const Tensor& x) { return kiln::pad(x, {0, 1, 0, 2}, {1, 0, 2, 0}, 5); }},
+      {"broadcast", false, [](const Tensor& x) { return kiln::broadcast_to(x, {2, 2, 3, 4, 5}); }},
+      {"windows", false,
+       [](const Tensor& x) { return kiln::sliding_window(x, {1, 2, 2, 3}, {1, 1, 2, 1}); }},
+      {"where", false,
+       [](const Tensor& x) { return kiln::where(kiln::greater(x, 0), x, kiln::neg(x)); }},
+      {"sum", false, [](const Tensor& x) { return kiln::sum(x, {1, 2}); }},
+      {"sum", false, [](const Tensor& x) { return kiln::sum(x, {0, 3}); }},
+      {"prod", false, [](const Tensor& x) { return kiln::prod(x, {2}); }},
+      {"min", false, [](const Tensor& x) { return kiln::min(x, {1, 2}); }},
+      {"max", false, [](const Tensor& x) { return kiln::max(x, {3}); }},
+      {"mean", false, [](const Tensor& x) { return kiln::mean(x, {0, 1}); }},
+      {"argmax", false, [](const Tensor& x) { return kiln::argmax(x, 1); }},
+      {"argmin", false, [](const Tensor& x) { return kiln::argmin(x, 3); }},
+      {"matmul", true,
+       [](const Tensor& x) {
+         return kiln::matmul(kiln::reshape(x, {2, 12, 5}), kiln::reshape(x, {2, 5, 12}));
+       }},
+      {"concat", false,
+       [](const Tensor& x) {
+         return kiln::concat({x, kiln::slice(x, {0, 0, 1, 0}, {2, 3, 3, 5})}, 2);
+       }},
+      {"contiguous", false,
+       [](const Tensor& x) { return kiln::contiguous(kiln::permute(x, {2, 0, 3, 1})); }},
+      {"gather", false,
+       [](const Tensor& x) { return kiln::gather(x, 1, indices_for({2, 2, 4, 5}, 3)); }},
+      {"scatter_add", false,
+       [](const Tensor& x) {
+         return kiln::scatter_add(x, 1, indices_for({2, 2, 4, 5}, 3),
+                                  flat_part(kiln::neg(x), {2, 2, 4, 5}));
+       }},
+      {"unwindow", false,
+       [](const Tensor& x) {
+         return kiln::unslide_window(kiln::sliding_window(x, {1, 2, 2, 3}, {1, 1, 2, 1}),
+                                     x.shape(), {1, 1, 2, 1});
+       }},
+      {"custom_map", false,
+       [](const Tensor& x) {
+         return kiln::map_elements(
+             x, [](double v) { return v * v - 1; }, [](double v) { return 2 * v; });
+       }},
+      {"custom_reduce", false,
+       [](const Tensor& x) {
+         return kiln::reduce_rows(x, 2, [](std::span<const double> row, std::span<double> out) {
+           out[0] = row[0] - row[row.size() - 1];
+           out[1] = row[1] * 2;
+         });
+       }},
+      {"conv2d", true,
+       [](const Tensor& x) {
+         return kiln::conv2d(x, smooth_values(x.dtype(), {2, 3, 2, 2}, 9), Tensor(),
+                             {.stride = {1, 1}, .padding = {1, 0}, .dilation = {1, 1}});
+       }},
+      {"conv2d_grad_input", true,
+       [](const Tensor& x) {  // linear in x through the output gradient
+         const Tensor w = smooth_values(x.dtype(), {2, 3, 2, 2}, 9);
+         return gradient_of([&](const Tensor& a) { return kiln::conv2d(a, w); },
+                            smooth_values(x.dtype(), {2, 3, 4, 5}, 11), flat_part(x, {2, 2, 3, 4}));
+       }},
+      {"conv2d_grad_weight", true,
+       [](const Tensor& x) {  // linear in x, the convolution's input
+         const Tensor u = smooth_values(x.dtype(), {2, 2, 3, 4}, 13);
+         return gradient_of([&](const Tensor& w) { return kiln::conv2d(x, w); },
+                            smooth_values(x.dtype(), {2, 3, 2, 2}, 9), u);
+       }},
+      {"max_pool2d", false, [](const Tensor& x) { return kiln::max_pool2d(x, {2, 2}); }},
+      {"max_pool2d_grad", true,
+       [](const Tensor& x) {  // linear in x through the pooled gradient
+         return gradient_of([](const Tensor& a) { return kiln::max_pool2d(a, {2, 2}); },
+                            smooth_values(x.dtype(), {2, 3, 4, 5}, 17), flat_part(x, {2, 3, 2, 2}));
+       }},
+      {"softmax", false, [](const Tensor& x) { return kiln::softmax(x, -1); }},
+      {"softmax", false, [](const Tensor& x) { return kiln::softmax(x, 1); }},
+      {"log_softmax", false, [](const Tensor& x) { return kiln::log_softmax(x, 2); }},
+  };
+  return all;
+}
+
+Op op_named(std::string_view name) {
+  for (std::size_t i = 0; i < kiln::detail::kOpCount; ++i)
+    if (kiln::detail::op_info(static_cast<Op>(i)).name == name) return static_cast<Op>(i);
+  throw std::logic_error("no op " + std::string(name));
+}
+
+}  // namespace other
+
+TEST(RegistryOps, EveryRowHasACase) {
+  std::vector<std::string_view> seen;
+  for (const other::Case& c : other::cases()) {
+    const Tensor x = other::smooth_values(DType::f64, other::kShape);
+    for (const Tensor& t : kiln::topological_order(c.build(x))) seen.push_back(t.op_name());
+  }
+  for (std::size_t i = 0; i < kiln::detail::kOpCount; ++i) {
+    const auto& info = kiln::detail::op_info(static_cast<Op>(i));
+    if (info.kind == OpKind::unary || info.kind == OpKind::binary) continue;  // the rows above
+    EXPECT_NE(std::find(seen.begin(), seen.end(), info.name), seen.end())
+        << info.name << " has no case in tests/test_registry_ops.cpp";
+  }
+}
+
+TEST(RegistryOps, OtherRowsAgreeWithTheReferenceOnEveryExecutor) {
+  int compared = 0;
+  for (const other::Case& c : other::cases()) {
+    const Op op = other::op_named(c.op);
+    for (DType t : kAllTypes) {
+      const std::string what = std::string(c.op) + " case (" + type_name(t) + ")";
+      if (!kiln::detail::accepts(op, t)) {
+        EXPECT_EQ(kiln_test::code_of([&] { (void)c.build(other::smooth_values(t, other::kShape)); }),
+                  kiln::ErrorCode::wrong_type)
+            << what << ": the registry refuses " << type_name(t);
+        continue;
+      }
+      compared += compare_executors(what + ", smooth values", [&] {
+        return c.build(other::smooth_values(t, other::kShape));
+      });
+      if (!c.smooth_only)
+        compared += compare_executors(what + ", edge values", [&] {
+          return c.build(other::moderate_values(t, other::kShape));
+        });
+    }
+  }
+  EXPECT_GT(compared, 0);
+}
+
+// Directional central differences in f64: d/de sum(f(x + e v) * w) against <gradient, v>.
+TEST(RegistryOps, EveryDifferentiableOtherRowMatchesCentralDifferences) {
+  for (const other::Case& c : other::cases()) {
+    const Op op = other::op_named(c.op);
+    const auto& info = kiln::detail::op_info(op);
+    if (info.gradient != kiln::detail::Gradient::rule || op == Op::store) continue;
+    const Tensor x0 = other::smooth_values(DType::f64, other::kShape, 21);
+    const Tensor v = other::smooth_values(DType::f64, other::kShape, 22);
+    const Shape out_shape = c.build(x0).shape();
+    const Tensor w = other::smooth_values(DType::f64, out_shape, 23);
+    auto y = [&](double e) {
+      return kiln::sum(c.build(x0 + v * e) * w).item<double>();
+    };
+    const Tensor x = Tensor::from(x0.to_vector<double>(), other::kShape).watch();
+    Tensor g;
+    {
+      kiln::GradientContext ctx;
+      g = kiln::gradient(kiln::sum(c.build(x) * w), x);
+    }
+    const double analytic = kiln::sum(g * v).item<double>();
+    constexpr double h = 1e-6;
+    const double numeric = (y(h) - y(-h)) / (2 * h);
+    EXPECT_NEAR(analytic, numeric, 1e-5 * (1 + std::abs(numeric))) << c.op << " case";
   }
 }
 
