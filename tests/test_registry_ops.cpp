@@ -8,7 +8,10 @@
 // and the operand). Every differentiable elementwise row is checked against central differences
 // in f64, and the gradient table against the registry's gradient column.
 //
-// Nothing here names an op: a new row, or a new executor, is covered without being told.
+// Nothing in that part names an op: a new elementwise row, or a new executor, is covered without
+// being told. Rows of other kinds (views, reductions, matmul, indexing, window ops, ...) have
+// signatures of their own and so one case each at the end of this file, run the same way; a row
+// without a case fails RegistryOps.EveryRowHasACase.
 //
 // Tolerance: integers and comparison results bit for bit; floats where both are NaN, or equal
 // (infinities of the same sign, and zeros), or within rtol * max(|reference|, 1) with rtol 1e-5
