@@ -16,9 +16,9 @@ namespace nn = kiln::nn;
 // The model of examples/fashion_mnist (its full size): conv 5x5x32 same + ReLU, max-pool 2,
 // conv 5x5x64 same + ReLU, max-pool 2, flatten, dense 1024 + ReLU, dropout 0.4, dense 10.
 nn::Sequential make_model() {
-  return nn::Sequential(nn::Conv2d(1, 32, 5), nn::ReLU(), nn::MaxPool2d(2),
-                        nn::Conv2d(32, 64, 5), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
-                        nn::Linear(64 * 7 * 7, 1024), nn::ReLU(), nn::Dropout(0.4),
+  return nn::Sequential(nn::Conv2d(1, 32, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Conv2d(32, 64, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Flatten(), nn::Linear(64 * 7 * 7, 1024), nn::ReLU(), nn::Dropout(0.4),
                         nn::Linear(1024, 10));
 }
 

@@ -45,10 +45,10 @@ TEST(Creation, FromPointer) {
   EXPECT_EQ(t.dtype(), DType::f32);
   EXPECT_EQ(t.rank(), 2);
   EXPECT_EQ(t.numel(), 6);
-  EXPECT_EQ(t.dim(0), 2);
-  EXPECT_EQ(t.dim(1), 3);
-  EXPECT_EQ(t.dim(-1), 3);
-  EXPECT_EQ(t.dim(-2), 2);
+  EXPECT_EQ(t.size(0), 2);
+  EXPECT_EQ(t.size(1), 3);
+  EXPECT_EQ(t.size(-1), 3);
+  EXPECT_EQ(t.size(-2), 2);
   // The data is copied: changing the source afterwards does not change the tensor.
   data[0] = 100;
   EXPECT_EQ(t.to_vector<float>(), (F32{1, 2, 3, 4, 5, 6}));
@@ -158,8 +158,8 @@ TEST(Creation, RaggedNestedListsThrow) {
 // ============================================ full, zeros, ones, scalar ========================
 
 TEST(Creation, Full) {
-  auto a = kiln::full({2, 2}, 2.5);
-  EXPECT_EQ(a.dtype(), DType::f64);
+  auto a = kiln::full({2, 2}, 2.5);  // a floating value: the default float type
+  EXPECT_EQ(a.dtype(), DType::f32);
   EXPECT_EQ(a.shape(), (Shape{2, 2}));
   EXPECT_EQ(a.to_vector<double>(), (F64{2.5, 2.5, 2.5, 2.5}));
   auto b = kiln::full({3}, 7);
@@ -209,7 +209,8 @@ TEST(Creation, Scalar) {
   EXPECT_EQ(s.rank(), 0);
   EXPECT_TRUE(s.shape().empty());
   EXPECT_EQ(s.numel(), 1);
-  EXPECT_EQ(s.dtype(), DType::f64);
+  EXPECT_EQ(s.dtype(), DType::f32);
+  EXPECT_EQ(kiln::scalar(2.5, DType::f64).dtype(), DType::f64);
   EXPECT_EQ(s.item<double>(), 2.5);
   EXPECT_EQ(kiln::scalar(3).dtype(), DType::i32);
   EXPECT_EQ(kiln::scalar(3L).dtype(), DType::i64);
@@ -247,7 +248,7 @@ TEST(Creation, ArangeAlongAxis) {
 // ============================================ uniform ==========================================
 
 TEST(Creation, UniformRangeAndType) {
-  auto u = kiln::uniform({100, 100}, 1);
+  auto u = kiln::uniform({100, 100}, 1, DType::f64);
   EXPECT_EQ(u.dtype(), DType::f64);
   EXPECT_EQ(u.shape(), (Shape{100, 100}));
   const auto v = u.to_vector<double>();
@@ -269,7 +270,37 @@ TEST(Creation, UniformRangeAndType) {
   }
   auto g = kiln::uniform({10}, DType::f32);
   EXPECT_EQ(g.dtype(), DType::f32);
-  EXPECT_EQ(kiln::uniform({10}).dtype(), DType::f64);
+  EXPECT_EQ(kiln::uniform({10}).dtype(), DType::f32);
+  EXPECT_EQ(kiln::uniform({10}, 3).dtype(), DType::f32);
+}
+
+// One default float type, f32 unless set, for every function that names none.
+TEST(Creation, DefaultDtypeEverywhere) {
+  ASSERT_EQ(kiln::default_dtype(), DType::f32);
+  const kiln::Tensor i = kiln::tensor({1, 2, 3});
+  auto made = [&] {
+    return std::vector<kiln::Tensor>{kiln::zeros({2}),
+                                     kiln::ones({2}),
+                                     kiln::full({2}, 2.0),
+                                     kiln::scalar(0.5),
+                                     kiln::uniform({2}),
+                                     kiln::uniform({2}, 9),
+                                     kiln::random_normal({2}),
+                                     kiln::random_normal({2}, 9),
+                                     i * 0.5,
+                                     0.5 + i,
+                                     kiln::where(i, i, 0.5)};
+  };
+  for (const kiln::Tensor& t : made()) EXPECT_EQ(t.dtype(), DType::f32) << t.op_name();
+  kiln::set_default_dtype(DType::f64);
+  for (const kiln::Tensor& t : made()) EXPECT_EQ(t.dtype(), DType::f64) << t.op_name();
+  kiln::set_default_dtype(DType::f32);
+  EXPECT_EQ(kiln_test::code_of([] { kiln::set_default_dtype(DType::i64); }),
+            kiln::ErrorCode::wrong_type);
+  EXPECT_EQ(kiln::default_dtype(), DType::f32);
+  // Integer values keep their type; a typed list is the list's type.
+  EXPECT_EQ(kiln::full({2}, 3).dtype(), DType::i32);
+  EXPECT_EQ(kiln::tensor({1.0, 2.0}).dtype(), DType::f64);
 }
 
 TEST(Creation, UniformSeeds) {
@@ -385,7 +416,8 @@ TEST(Reading, Item) {
   EXPECT_EQ(kiln::scalar(2.5).item<std::int32_t>(), 2);
   EXPECT_EQ(Tensor::from(I64{9}).item<std::int64_t>(), 9);
   EXPECT_EQ(Tensor::from(F32{4.5f}, {1, 1, 1}).item<float>(), 4.5f);
-  EXPECT_EQ(kiln::scalar(2.5).item_scalar().dtype(), DType::f64);
+  EXPECT_EQ(kiln::scalar(2.5).item_scalar().dtype(), DType::f32);
+  EXPECT_EQ(kiln::scalar(2.5, DType::f64).item_scalar().dtype(), DType::f64);
   EXPECT_EQ(Tensor::from(I32{3}, {1, 1}).item_scalar().dtype(), DType::i32);
   EXPECT_EQ(kiln::sum(Tensor::from(I32{1, 2, 3})).item<std::int32_t>(), 6);
   EXPECT_THROW(Tensor::from(I32{1, 2}).item<std::int32_t>(), kiln::Error);
@@ -505,7 +537,7 @@ TEST(Introspection, OpNames) {
   EXPECT_EQ((a + b).op_name(), "add");
   EXPECT_EQ(kiln::add(a, b).op_name(), "add");
   EXPECT_EQ(kiln::exp(a).op_name(), "exp");
-  EXPECT_EQ(kiln::matmul(a, kiln::transpose(b)).op_name(), "matmul");
+  EXPECT_EQ(kiln::matmul(a, kiln::reverse_dims(b)).op_name(), "matmul");
   EXPECT_EQ(kiln::sum(a, {0}).op_name(), "sum");
   EXPECT_EQ(a.reshape({3, 2}).op_name(), "reshape");
   EXPECT_EQ(kiln::reshape(a, {6}).op_name(), "reshape");

@@ -141,8 +141,8 @@ TEST(Binary, IntegerOverflowWraps) {
   expect_i32(i32({kI32Max}) * 2, {-2});
   expect_i64(i64({kI64Max}) + std::int64_t{1}, {kI64Min});
   expect_i64(i64({kI64Min}) - std::int64_t{1}, {kI64Max});
-  // With an i64 scalar the sum is computed in i64 and does not wrap.
-  expect_i64(i32({kI32Max}) + std::int64_t{1}, {std::int64_t{kI32Max} + 1});
+  // A scalar is weak: an i64 scalar beside an i32 tensor is i32 and the sum wraps in i32.
+  expect_i32(i32({kI32Max}) + std::int64_t{1}, {kI32Min});
 }
 
 TEST(Binary, PowFloat) {
@@ -333,11 +333,11 @@ TEST(Operators, ScalarOnEitherSide) {
 
 TEST(Operators, ScalarFunctionForms) {
   auto t = i32({1, 2, 3});
-  auto r = kiln::sub(2.5, t);
-  EXPECT_EQ(r.dtype(), DType::f64);
+  auto r = kiln::sub(2.5, t);  // a floating scalar with an integer tensor: the default float type
+  EXPECT_EQ(r.dtype(), DType::f32);
   expect_values(r, {1.5, 0.5, -0.5});
   auto r2 = 2.5 - t;
-  EXPECT_EQ(r2.dtype(), DType::f64);
+  EXPECT_EQ(r2.dtype(), DType::f32);
   expect_values(r2, {1.5, 0.5, -0.5});
   expect_values(kiln::sub(t, 2.5), {-1.5, -0.5, 0.5});
   expect_i32(kiln::div(7, t), {7, 3, 2});
@@ -369,21 +369,25 @@ TEST(Promotion, TensorTensor) {
   EXPECT_EQ(kiln::div(a32, a64).dtype(), DType::i64);
 }
 
-TEST(Promotion, ScalarCountsAsItsLiteralType) {
+// Scalars are weak (as in PyTorch, JAX and NumPy 2): a scalar takes the tensor's type, except
+// that a floating scalar with an integer tensor gives the default float type.
+TEST(Promotion, ScalarsAreWeak) {
   auto ti = i32({3});
   auto tf = f32({3.0f});
   auto tl = i64({3});
   auto td = f64({3.0});
   EXPECT_EQ((ti + 1).dtype(), DType::i32);
-  EXPECT_EQ((ti + 1L).dtype(), DType::i64);
-  EXPECT_EQ((ti + std::int64_t{1}).dtype(), DType::i64);
-  EXPECT_EQ((ti + 1LL).dtype(), DType::i64);
+  EXPECT_EQ((ti + 1L).dtype(), DType::i32);
+  EXPECT_EQ((ti + std::int64_t{1}).dtype(), DType::i32);
+  EXPECT_EQ((ti + 1LL).dtype(), DType::i32);
   EXPECT_EQ((ti + 1.0f).dtype(), DType::f32);
-  EXPECT_EQ((ti - 2.5).dtype(), DType::f64);
-  EXPECT_EQ((2.5 - ti).dtype(), DType::f64);
+  EXPECT_EQ((ti - 2.5).dtype(), DType::f32);
+  EXPECT_EQ((2.5 - ti).dtype(), DType::f32);
+  EXPECT_EQ((tl * 0.5).dtype(), DType::f32);
   EXPECT_EQ((tf * 2.0f).dtype(), DType::f32);
   EXPECT_EQ((2.0f * tf).dtype(), DType::f32);
-  EXPECT_EQ((tf * 2.0).dtype(), DType::f64);
+  EXPECT_EQ((tf * 2.0).dtype(), DType::f32);  // the trap: `w - 0.1 * g` stays f32
+  EXPECT_EQ((tf - 0.1 * tf).dtype(), DType::f32);
   EXPECT_EQ((tf * 2).dtype(), DType::f32);
   EXPECT_EQ((tf * 2L).dtype(), DType::f32);
   EXPECT_EQ((tl + 1).dtype(), DType::i64);
@@ -391,11 +395,19 @@ TEST(Promotion, ScalarCountsAsItsLiteralType) {
   EXPECT_EQ((td + 1.0f).dtype(), DType::f64);
   EXPECT_EQ((td + 1).dtype(), DType::f64);
   EXPECT_EQ(kiln::less(tf, 2.0).dtype(), DType::i32);
-  EXPECT_EQ(kiln::pow(ti, 2.0).dtype(), DType::f64);
-  // Values follow the promoted type.
+  EXPECT_EQ(kiln::pow(ti, 2.0).dtype(), DType::f32);
+  EXPECT_EQ(kiln::maximum(ti, 2.5).dtype(), DType::f32);
+  EXPECT_EQ((td * 0.1f).to_vector<double>(), std::vector<double>{3.0 * static_cast<double>(0.1f)});
+  // Values follow the result type: 0.1 is rounded to f32 beside an f32 tensor.
   expect_values(ti - 2.5, {0.5});
   expect_values(tf * 2.0, {6.0});
   expect_values(ti / 2.0f, {1.5});
+  EXPECT_EQ((tf * 0.1).item<float>(), 3.0f * 0.1f);
+  // The default float type is what an integer tensor's floating scalar gives.
+  kiln::set_default_dtype(DType::f64);
+  EXPECT_EQ((ti * 0.5).dtype(), DType::f64);
+  EXPECT_EQ((tf * 0.5).dtype(), DType::f32);
+  kiln::set_default_dtype(DType::f32);
 }
 
 TEST(Promotion, ComparisonsAlwaysI32) {

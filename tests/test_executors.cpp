@@ -383,14 +383,8 @@ class GraphGen {
         other.shape.assign(shape.begin(), shape.begin() + len);
         for (auto& d : other.shape)
           if (chance(0.3)) d = 1;
-        // Unmarked, normal alignment is tried first: leave the mark off only where normal
-        // broadcasting is impossible.
-        bool normal_fits = true;
-        for (int i = 0; i < len; ++i) {
-          const auto p = other.shape[i], s = shape[rank - len + i];
-          if (p != s && p != 1 && s != 1) normal_fits = false;
-        }
-        other.inverse = normal_fits || chance(0.5);
+        // The C++ API aligns at the left only a marked operand.
+        other.inverse = true;
         break;
       }
       default: {  // each operand has 1 where the other has the full size
@@ -557,7 +551,7 @@ class GraphGen {
         if (rank < 2) return std::nullopt;
         if (chance(0.4)) {
           const Expr x = operand(Shape(shape.rbegin(), shape.rend()));
-          return Expr{x.t.transpose(), x.exact};
+          return Expr{kiln::reverse_dims(x.t), x.exact};
         }
         const int i = uniform(0, rank - 1), j = uniform(0, rank - 1);
         Shape src = shape;
@@ -628,7 +622,7 @@ class GraphGen {
         Shape src = shape;
         src.erase(src.begin() + axis);
         const Expr x = operand(src);
-        return Expr{kiln::expand(x.t, axis, shape[axis]), x.exact};
+        return Expr{kiln::unsqueeze_expand(x.t, axis, shape[axis]), x.exact};
       }
       case 9: {  // unsqueeze or squeeze
         if (chance(0.5)) {
@@ -1100,9 +1094,8 @@ TEST(ExecutorDifferential, MatmulOperandLayoutsAgree) {
           break;
         }
         case 4:  // explicitly broadcast over the batch
-          x = kiln::broadcast_to(
-              uni(0, 1) ? values({rows, cols}, t) : values({cols, rows}, t).transpose(),
-              with(batch, rows, cols));
+          x = kiln::broadcast_to(uni(0, 1) ? values({rows, cols}, t) : values({cols, rows}, t).t(),
+                                 with(batch, rows, cols));
           break;
         case 5: {  // permuted batch dimensions
           if (batch.size() < 2) {
@@ -1237,7 +1230,7 @@ TEST(ExecutorMatmul, EmptyOperandThroughAView) {
     kiln::set_executor(kiln::cpu_executor());
     // [3,0] (a transposed view) x [0,2]: zeros.
     const Tensor a =
-        kiln::matmul(kiln::zeros({0, 3}, DType::f32).transpose(), kiln::zeros({0, 2}, DType::f32));
+        kiln::matmul(kiln::zeros({0, 3}, DType::f32).t(), kiln::zeros({0, 2}, DType::f32));
     // [0,2,3] x [3,2] broadcast over the empty batch: empty.
     const Tensor b =
         kiln::matmul(kiln::ones({0, 2, 3}, DType::f32), kiln::ones({3, 2}, DType::f64));
@@ -1254,10 +1247,9 @@ TEST(ExecutorMatmul, EmptyOperandThroughAView) {
   // The reference executor handles the same graphs.
   ExecutorGuard guard;
   kiln::set_executor(kiln::reference_executor());
-  EXPECT_EQ(
-      kiln::matmul(kiln::zeros({0, 3}, DType::f32).transpose(), kiln::zeros({0, 2}, DType::f32))
-          .to_vector<double>(),
-      std::vector<double>(6, 0.0));
+  EXPECT_EQ(kiln::matmul(kiln::zeros({0, 3}, DType::f32).t(), kiln::zeros({0, 2}, DType::f32))
+                .to_vector<double>(),
+            std::vector<double>(6, 0.0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1286,7 +1278,7 @@ TEST(ExecutorSharing, NodeWithTwoConsumersIsComputedOnce) {
         return v * 2 + 1;
       });
       a = kiln::exp(shared * 0.125) + 1.0;     // an elementwise consumer
-      b = kiln::sum(shared.transpose(), {0});  // a reduction reading it through a view
+      b = kiln::sum(shared.t(), {0});          // a reduction reading it through a view
     }
     const Tensor root = kiln::sum(a) + kiln::sum(b);
     SCOPED_TRACE(kiln::graph_to_string(root));
@@ -1345,7 +1337,9 @@ TEST(ExecutorSharing, RandomDagsWithSharedNodesAgree) {
           case 2: nodes.push_back(a - b.slice({0, 19}, {3, -21}, {1, -1})); break;
           case 3: nodes.push_back(kiln::maximum(a, kiln::sum(b, {1}, true))); break;
           case 4: nodes.push_back(kiln::where(kiln::less(a, b), a, -b)); break;
-          default: nodes.push_back(a.reshape({20, 3}).transpose() + b); break;
+          default:
+            nodes.push_back(a.reshape({20, 3}).t() + b);
+            break;
         }
       }
       // Everything feeds the root, so every node has at least one consumer.
@@ -1445,7 +1439,7 @@ TEST(ExecutorReuse, EvaluatedIntermediateFeedsNewGraphs) {
     ASSERT_TRUE(h.is_evaluated());
     // New graphs on top of the evaluated node, directly and through views.
     const Tensor g1 = kiln::relu(h - 5.0);
-    const Tensor g2 = kiln::sum(h.transpose(), {0});
+    const Tensor g2 = kiln::sum(h.t(), {0});
     const Tensor g3 =
         kiln::concat(h.slice({0, 0}, {6, 10}, {2, 3}), h.slice({5, 9}, {-7, -11}, {-2, -3}), 0);
     const auto v1 = g1.to_vector<double>();
@@ -1492,7 +1486,7 @@ TEST(ExecutorReuse, ReleasedIntermediateIsComputedAgainWhenNeeded) {
     kiln::set_executor(executor);
     const auto xs = ramp(48);
     const Tensor x = Tensor::from(xs, {4, 12});
-    const Tensor v = kiln::exp(x * 0.5).reshape({12, 4}).transpose();  // views of a temporary
+    const Tensor v = kiln::exp(x * 0.5).reshape({12, 4}).t();  // views of a temporary
     const Tensor total = kiln::sum(v) + kiln::sum(kiln::square(v));
     const double t = total.item<double>();
     double want = 0;
@@ -2026,7 +2020,7 @@ TEST(ExecutorKernels, ColumnAndLongRowReductionsAgreeWithReference) {
   // and through a transposed view, which cannot be read in place. Values with fractions, so a
   // row counted twice or skipped, or another order of additions, shows.
   for (const Tensor& in : {kiln::uniform({203, 1500}, 7, DType::f32).eval(),
-                           kiln::transpose(kiln::uniform({1500, 203}, 8, DType::f32).eval())}) {
+                           kiln::reverse_dims(kiln::uniform({1500, 203}, 8, DType::f32).eval())}) {
     std::vector<double> got[2];
     for (int e = 0; e < 2; ++e) {
       kiln::set_executor(executors()[e].second);

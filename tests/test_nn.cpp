@@ -66,9 +66,10 @@ void write_bytes(const std::string& path, const std::vector<char>& bytes) {
 }
 
 nn::Sequential small_cnn() {
-  return nn::Sequential(nn::Conv2d(1, 8, 5), nn::ReLU(), nn::MaxPool2d(2), nn::Conv2d(8, 16, 5),
-                        nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Linear(16 * 7 * 7, 128),
-                        nn::ReLU(), nn::Dropout(0.4), nn::Linear(128, 10));
+  return nn::Sequential(nn::Conv2d(1, 8, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Conv2d(8, 16, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Flatten(), nn::Linear(16 * 7 * 7, 128), nn::ReLU(), nn::Dropout(0.4),
+                        nn::Linear(128, 10));
 }
 
 // ---- modules --------------------------------------------------------------------------------------
@@ -76,7 +77,7 @@ nn::Sequential small_cnn() {
 TEST(NnModules, LinearShapesAndParameters) {
   nn::Linear fc(5, 3);
   EXPECT_EQ(fc.num_parameters(), 5 * 3 + 3);
-  EXPECT_EQ(fc.weight().shape(), (Shape{5, 3}));
+  EXPECT_EQ(fc.weight().shape(), (Shape{3, 5}));  // [out, in], as PyTorch
   EXPECT_EQ(fc.bias().shape(), (Shape{3}));
   EXPECT_TRUE(fc.weight().value().is_watched());
   EXPECT_EQ(fc.weight().value().dtype(), DType::f32);
@@ -89,28 +90,31 @@ TEST(NnModules, LinearShapesAndParameters) {
   EXPECT_EQ(no_bias.num_parameters(), 15);
   EXPECT_FALSE(no_bias.bias().defined());
 
-  // y = x W + b, checked against the parameters' values.
+  // y = x W^T + b, checked against the parameters' values.
   const Tensor x = kiln::tensor({{1.f, 2.f, 3.f, 4.f, 5.f}});
   const Vf y = fc(x).to_vector<float>();
   const Vf w = fc.weight().value().to_vector<float>(), b = fc.bias().value().to_vector<float>();
   for (int j = 0; j < 3; ++j) {
     float want = b[j];
-    for (int i = 0; i < 5; ++i) want += static_cast<float>(i + 1) * w[i * 3 + j];
+    for (int i = 0; i < 5; ++i) want += static_cast<float>(i + 1) * w[j * 5 + i];
     EXPECT_NEAR(y[j], want, 1e-5);
   }
 }
 
 TEST(NnModules, ConvPoolFlattenShapes) {
-  nn::Conv2d conv(3, 4, 5);  // same padding
+  nn::Conv2d conv(3, 4, 5);  // padding 0 by default, as PyTorch
   EXPECT_EQ(conv.num_parameters(), 4 * 3 * 5 * 5 + 4);
   EXPECT_EQ(conv.weight().shape(), (Shape{4, 3, 5, 5}));
-  EXPECT_EQ(conv(kiln::ones({2, 3, 8, 8})).shape(), (Shape{2, 4, 8, 8}));
+  EXPECT_EQ(conv(kiln::ones({2, 3, 8, 8})).shape(), (Shape{2, 4, 4, 4}));
+  nn::Conv2d same(3, 4, 5, 1, nn::Conv2d::same_padding);
+  EXPECT_EQ(same(kiln::ones({2, 3, 8, 8})).shape(), (Shape{2, 4, 8, 8}));
   nn::Conv2d strided(3, 4, 3, /*stride=*/2, /*padding=*/1);
   EXPECT_EQ(strided(kiln::ones({2, 3, 8, 8})).shape(), (Shape{2, 4, 4, 4}));
   nn::Conv2d valid(3, 4, 3, 1, 0, /*bias=*/false);
   EXPECT_EQ(valid.num_parameters(), 4 * 3 * 9);
   EXPECT_EQ(valid(kiln::ones({1, 3, 8, 8})).shape(), (Shape{1, 4, 6, 6}));
-  EXPECT_EQ(error_of([] { nn::Conv2d(3, 4, 4); }).code(), ErrorCode::illegal_dimension);
+  EXPECT_EQ(error_of([] { nn::Conv2d(3, 4, 4, 1, nn::Conv2d::same_padding); }).code(),
+            ErrorCode::illegal_dimension);
   EXPECT_EQ(error_of([] { nn::Conv2d(0, 4, 3); }).code(), ErrorCode::illegal_dimension);
 
   nn::MaxPool2d pool(2);
@@ -143,9 +147,10 @@ TEST(NnModules, SequentialNamesCountsAndModes) {
       << model.summary();
 
   // The full "2 Conv+pooling" model.
-  nn::Sequential full(nn::Conv2d(1, 32, 5), nn::ReLU(), nn::MaxPool2d(2), nn::Conv2d(32, 64, 5),
-                      nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Linear(3136, 1024),
-                      nn::ReLU(), nn::Dropout(0.4), nn::Linear(1024, 10));
+  nn::Sequential full(nn::Conv2d(1, 32, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                      nn::Conv2d(32, 64, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                      nn::Flatten(), nn::Linear(3136, 1024), nn::ReLU(), nn::Dropout(0.4),
+                      nn::Linear(1024, 10));
   EXPECT_EQ(full.num_parameters(), 832 + 51264 + 3212288 + 10250);
 
   EXPECT_TRUE(model.is_training());
@@ -478,9 +483,10 @@ TEST(NnSerialize, OtherModelIsAClearError) {
   TempFile file("model.kiln");
   nn::save(model, file.path);
 
-  nn::Sequential wider(nn::Conv2d(1, 8, 5), nn::ReLU(), nn::MaxPool2d(2), nn::Conv2d(8, 16, 5),
-                       nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Linear(784, 64),
-                       nn::ReLU(), nn::Dropout(0.4), nn::Linear(64, 10));
+  nn::Sequential wider(nn::Conv2d(1, 8, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                       nn::Conv2d(8, 16, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                       nn::Flatten(), nn::Linear(784, 64), nn::ReLU(), nn::Dropout(0.4),
+                       nn::Linear(64, 10));
   const Vf kept = wider.parameters()[0].value().to_vector<float>();
   const kiln::Error e = error_of([&] { nn::load(wider, file.path); });
   EXPECT_EQ(e.code(), ErrorCode::incompatible_shapes);
@@ -660,7 +666,7 @@ TEST(DataBatches, ShuffledBatchesCoverEveryExampleOnce) {
     std::int64_t batches = 0;
     while (it.next(b)) {
       EXPECT_EQ(b.index, batches++);
-      EXPECT_EQ(b.images.shape(), (Shape{b.labels.dim(0), 1, 2, 2}));
+      EXPECT_EQ(b.images.shape(), (Shape{b.labels.size(0), 1, 2, 2}));
       const auto l = b.labels.to_vector<std::int64_t>();
       const Vf im = b.images.to_vector<float>();
       for (std::size_t j = 0; j < l.size(); ++j) EXPECT_EQ(im[j * 4], static_cast<float>(l[j]));

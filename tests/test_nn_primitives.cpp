@@ -365,7 +365,7 @@ TEST(Dropout, ExtremeProbabilities) {
 
 TEST(Dropout, DropsAboutPAndDoesNotRescale) {
   const std::int64_t n = 100000;
-  const Tensor a = kiln::uniform({n}, 8) + 0.5;  // in [0.5, 1.5), never 0
+  const Tensor a = kiln::uniform({n}, 8, DType::f64) + 0.5;  // in [0.5, 1.5), never 0
   const Tensor d = kiln::dropout(a, 0.3, 21);
   EXPECT_EQ(d.dtype(), DType::f64);
   EXPECT_EQ(d.shape(), (Shape{n}));
@@ -445,13 +445,13 @@ TEST(MapElements, AppliesFAndKeepsFloatTypes) {
   EXPECT_EQ(l.dtype(), DType::f64);
   EXPECT_TRUE(all_near(l.to_vector<double>(), {0, std::sin(1.0), std::sin(2.0)}, 1e-15));
   // cl-waffe2's example: (lazy #'sin (randn `(3 3)) :diff #'cos).
-  const Tensor x = kiln::random_normal({3, 3}, 5);
+  const Tensor x = kiln::random_normal({3, 3}, 5, DType::f64);
   const Tensor y = kiln::map_elements(x, [](double v) { return std::sin(v); },
                                       [](double v) { return std::cos(v); });
   const Vd xv = x.to_vector<double>(), yv = y.to_vector<double>();
   for (std::size_t k = 0; k < xv.size(); ++k) EXPECT_DOUBLE_EQ(yv[k], std::sin(xv[k]));
   // Through a view: the function sees the logical elements.
-  const Tensor t = kiln::map_elements(kiln::transpose(kiln::reshape(kiln::arange(6), {2, 3})),
+  const Tensor t = kiln::map_elements(kiln::reverse_dims(kiln::reshape(kiln::arange(6), {2, 3})),
                                       [](double v) { return v * 10; });
   EXPECT_EQ(t.to_vector<double>(), (Vd{0, 30, 10, 40, 20, 50}));
 }
@@ -486,7 +486,7 @@ TEST(ReduceRows, TopKExampleOfLazyReduce) {
 
 TEST(ReduceRows, RowsOfHigherRankAndViews) {
   // The rows of a transposed view are its logical last dimension; f32 stays f32.
-  const Tensor a = kiln::transpose(kiln::tensor<float>({{3.f, 1.f}, {2.f, 5.f}, {4.f, 0.f}}));
+  const Tensor a = kiln::reverse_dims(kiln::tensor<float>({{3.f, 1.f}, {2.f, 5.f}, {4.f, 0.f}}));
   const Tensor r = kiln::reduce_rows(a, 2, topk(2));  // rows [3,2,4] and [1,5,0]
   EXPECT_EQ(r.dtype(), DType::f32);
   EXPECT_EQ(r.to_vector<float>(), (Vf{4.f, 3.f, 5.f, 1.f}));

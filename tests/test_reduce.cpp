@@ -209,7 +209,7 @@ TEST(Reduce, KeepDims) {
 
 TEST(Reduce, MatchesReferenceOverAxes) {
   const Shape s{3, 2, 4, 2};
-  auto t = kiln::uniform(s, 99);
+  auto t = kiln::uniform(s, 99, DType::f64);
   const auto v = t.to_vector<double>();
   for (int a = 0; a < 4; ++a) {
     SCOPED_TRACE("axis " + std::to_string(a));
@@ -339,7 +339,7 @@ TEST(Reduce, ArgWithNaN) {
 }
 
 TEST(Reduce, ArgOnMatchesReference) {
-  auto t = kiln::uniform({5, 7}, 1234);
+  auto t = kiln::uniform({5, 7}, 1234, DType::f64);
   const auto v = t.to_vector<double>();
   const auto am = kiln::argmax(t, 1).to_vector<std::int64_t>();
   const auto an = kiln::argmin(t, 0).to_vector<std::int64_t>();
@@ -579,8 +579,8 @@ TEST(Matmul, RandomShapesMatchNestedLoops) {
   std::uint64_t seed = 1;
   for (const auto& [as, bs] : cases) {
     SCOPED_TRACE(kiln::shape_to_string(as) + " x " + kiln::shape_to_string(bs));
-    auto a = kiln::uniform(as, seed++);
-    auto b = kiln::uniform(bs, seed++);
+    auto a = kiln::uniform(as, seed++, DType::f64);
+    auto b = kiln::uniform(bs, seed++, DType::f64);
     Shape os;
     const auto want = matmul_ref(a.to_vector<double>(), as, b.to_vector<double>(), bs, os);
     auto r = kiln::matmul(a, b);
@@ -602,9 +602,9 @@ TEST(Matmul, RandomShapesMatchNestedLoops) {
 
 TEST(Matmul, TransposedOperand) {
   const Shape as{4, 3}, bs{4, 2};
-  auto a = kiln::uniform(as, 5);
-  auto b = kiln::uniform(bs, 6);
-  auto r = kiln::matmul(a.transpose(), b);  // [3,4] x [4,2]
+  auto a = kiln::uniform(as, 5, DType::f64);
+  auto b = kiln::uniform(bs, 6, DType::f64);
+  auto r = kiln::matmul(a.t(), b);  // [3,4] x [4,2]
   EXPECT_EQ(r.shape(), (Shape{3, 2}));
   const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
   const auto got = r.to_vector<double>();
@@ -671,7 +671,7 @@ TEST(Dot, Vectors) {
   auto rm = kiln::dot(i32({1, 2}, {2}), f64({0.5, 0.25}, {2}));
   EXPECT_EQ(rm.dtype(), DType::f64);
   EXPECT_EQ(rm.item<double>(), 1.0);
-  auto a = kiln::uniform({50}, 3), b = kiln::uniform({50}, 4);
+  auto a = kiln::uniform({50}, 3, DType::f64), b = kiln::uniform({50}, 4, DType::f64);
   const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
   double acc = 0;
   for (int i = 0; i < 50; ++i) acc += av[i] * bv[i];

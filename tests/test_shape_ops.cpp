@@ -176,39 +176,42 @@ TEST(Flatten, All) {
   EXPECT_EQ(fm.shape(), (Shape{12}));
   EXPECT_EQ(vals(fm), (Vd{3, 1, 4, 2, 1, 5, 0, 4, 2, 4, 7, 9}));
   // A permuted view flattens in its own (logical) row-major order.
-  Tensor ft = kiln::flatten(kiln::transpose(f64(iota(6), {2, 3})));
+  Tensor ft = kiln::flatten(kiln::reverse_dims(f64(iota(6), {2, 3})));
   EXPECT_EQ(ft.shape(), (Shape{6}));
   EXPECT_EQ(vals(ft), (Vd{0, 3, 1, 4, 2, 5}));
 }
 
 TEST(Flatten, AlongDimensionSpecExample) {
   Tensor t = spec3d();
-  Tensor f1 = kiln::flatten(t, 1);
+  Tensor f1 = kiln::flatten_dimension(t, 1);
   EXPECT_EQ(f1.shape(), (Shape{4, 3}));
   EXPECT_EQ(vals(f1), (Vd{3, 1, 4, 2, 1, 5, 0, 4, 2, 4, 7, 9}));
   EXPECT_DOUBLE_EQ(f1.at<double>({2, 1}), 4.0);  // [0,4,2][1]
   EXPECT_DOUBLE_EQ(f1.at<double>({3, 2}), 9.0);
 
-  Tensor f2 = kiln::flatten(t, 2);
+  Tensor f2 = kiln::flatten_dimension(t, 2);
   EXPECT_EQ(f2.shape(), (Shape{2, 6}));
   EXPECT_EQ(vals(f2), (Vd{3, 1, 4, 2, 1, 5, 0, 4, 2, 4, 7, 9}));
   EXPECT_DOUBLE_EQ(f2.at<double>({1, 3}), 4.0);
   EXPECT_DOUBLE_EQ(f2.at<double>({0, 5}), 5.0);
 
   // On a permuted input: permute {1,0,2} gives [[[3,1,4],[0,4,2]],[[2,1,5],[4,7,9]]].
-  Tensor f3 = kiln::flatten(kiln::permute(t, {1, 0, 2}), 1);
+  Tensor f3 = kiln::flatten_dimension(kiln::permute(t, {1, 0, 2}), 1);
   EXPECT_EQ(f3.shape(), (Shape{4, 3}));
   EXPECT_EQ(vals(f3), (Vd{3, 1, 4, 0, 4, 2, 2, 1, 5, 4, 7, 9}));
 }
 
 TEST(Flatten, Errors) {
   Tensor t = spec3d();
-  EXPECT_TRUE(throws([&] { (void)kiln::flatten(t, 0); }, ErrorCode::illegal_dimension,
+  EXPECT_TRUE(throws([&] { (void)kiln::flatten_dimension(t, 0); }, ErrorCode::illegal_dimension,
                      {"flatten"}));
-  EXPECT_TRUE(throws([&] { (void)kiln::flatten(t, 3); }, ErrorCode::illegal_dimension,
+  EXPECT_TRUE(throws([&] { (void)kiln::flatten_dimension(t, 3); }, ErrorCode::illegal_dimension,
                      {"flatten"}));
-  EXPECT_TRUE(throws([&] { (void)kiln::flatten(f64({1, 2, 3}), 1); },
-                     ErrorCode::illegal_dimension, {"flatten"}));
+  EXPECT_TRUE(throws(
+      [&] {
+        (void)kiln::flatten_dimension(f64({1, 2, 3}), 1);
+      },
+      ErrorCode::illegal_dimension, {"flatten"}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -272,23 +275,24 @@ TEST(Permute, Errors) {
 
 TEST(Transpose, ReversesAllDims) {
   Tensor m = f64(iota(6), {2, 3});
-  Tensor tm = kiln::transpose(m);
+  Tensor tm = kiln::reverse_dims(m);
   EXPECT_EQ(tm.shape(), (Shape{3, 2}));
   EXPECT_EQ(vals(tm), (Vd{0, 3, 1, 4, 2, 5}));
 
   Tensor t = f64(iota(24), {2, 3, 4});
-  Tensor tt = kiln::transpose(t);
+  Tensor tt = kiln::reverse_dims(t);
   EXPECT_EQ(tt.shape(), (Shape{4, 3, 2}));
   Vd expect;  // tt[a][b][c] = t[c][b][a]
   for (int a = 0; a < 4; ++a)
     for (int b = 0; b < 3; ++b)
       for (int c = 0; c < 2; ++c) expect.push_back(12 * c + 4 * b + a);
   EXPECT_EQ(vals(tt), expect);
-  EXPECT_EQ(vals(t.transpose()), expect);
+  EXPECT_EQ(kiln_test::code_of([&] { (void)t.t(); }), kiln::ErrorCode::illegal_dimensionality);
+  EXPECT_EQ(vals(m.t()), (Vd{0, 3, 1, 4, 2, 5}));  // libtorch's t(): matrices only
 
   Tensor v = f64({1, 2, 3});
-  EXPECT_EQ(kiln::transpose(v).shape(), (Shape{3}));
-  EXPECT_EQ(vals(kiln::transpose(v)), (Vd{1, 2, 3}));
+  EXPECT_EQ(kiln::reverse_dims(v).shape(), (Shape{3}));
+  EXPECT_EQ(vals(kiln::reverse_dims(v)), (Vd{1, 2, 3}));
 }
 
 TEST(Transpose, TwoAxes) {
@@ -612,10 +616,10 @@ TEST(Concat, ThreeParts) {
 
   // Parts that are views.
   Tensor m = f64(iota(6), {2, 3});
-  Tensor rv = kiln::concat({kiln::transpose(m), kiln::slice(kiln::transpose(m), {-1, 0}, {-4, 2},
-                                                             {-1, 1}),
-                            f64({9, 9}, {1, 2})},
-                           0);
+  Tensor rv = kiln::concat(
+      {kiln::reverse_dims(m), kiln::slice(kiln::reverse_dims(m), {-1, 0}, {-4, 2}, {-1, 1}),
+       f64({9, 9}, {1, 2})},
+      0);
   EXPECT_EQ(rv.shape(), (Shape{7, 2}));
   EXPECT_EQ(vals(rv), (Vd{0, 3, 1, 4, 2, 5, 2, 5, 1, 4, 0, 3, 9, 9}));
 }
@@ -663,33 +667,33 @@ TEST(Concat, Errors) {
 
 TEST(Expand, InsertsRepeatedDimension) {
   Tensor v = f64({1, 2, 3});
-  Tensor e0 = kiln::expand(v, 0, 2);
+  Tensor e0 = kiln::unsqueeze_expand(v, 0, 2);
   EXPECT_EQ(e0.shape(), (Shape{2, 3}));
   EXPECT_EQ(vals(e0), (Vd{1, 2, 3, 1, 2, 3}));
-  Tensor e1 = kiln::expand(v, 1, 2);
+  Tensor e1 = kiln::unsqueeze_expand(v, 1, 2);
   EXPECT_EQ(e1.shape(), (Shape{3, 2}));
   EXPECT_EQ(vals(e1), (Vd{1, 1, 2, 2, 3, 3}));
 
   Tensor m = f64({1, 2, 3, 4}, {2, 2});
-  Tensor m0 = kiln::expand(m, 0, 2);
+  Tensor m0 = kiln::unsqueeze_expand(m, 0, 2);
   EXPECT_EQ(m0.shape(), (Shape{2, 2, 2}));
   EXPECT_EQ(vals(m0), (Vd{1, 2, 3, 4, 1, 2, 3, 4}));
-  Tensor m1 = kiln::expand(m, 1, 3);
+  Tensor m1 = kiln::unsqueeze_expand(m, 1, 3);
   EXPECT_EQ(m1.shape(), (Shape{2, 3, 2}));
   EXPECT_EQ(vals(m1), (Vd{1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4}));
-  Tensor m2 = kiln::expand(m, 2, 2);
+  Tensor m2 = kiln::unsqueeze_expand(m, 2, 2);
   EXPECT_EQ(m2.shape(), (Shape{2, 2, 2}));
   EXPECT_EQ(vals(m2), (Vd{1, 1, 2, 2, 3, 3, 4, 4}));
-  Tensor one = kiln::expand(m, 1, 1);
+  Tensor one = kiln::unsqueeze_expand(m, 1, 1);
   EXPECT_EQ(one.shape(), (Shape{2, 1, 2}));
   EXPECT_EQ(vals(one), (Vd{1, 2, 3, 4}));
 }
 
 TEST(Expand, Errors) {
   Tensor m = f64({1, 2, 3, 4}, {2, 2});
-  EXPECT_TRUE(throws([&] { (void)kiln::expand(m, 3, 2); }, ErrorCode::illegal_dimension,
+  EXPECT_TRUE(throws([&] { (void)kiln::unsqueeze_expand(m, 3, 2); }, ErrorCode::illegal_dimension,
                      {"expand"}));
-  EXPECT_TRUE(throws([&] { (void)kiln::expand(m, 7, 2); }, ErrorCode::illegal_dimension,
+  EXPECT_TRUE(throws([&] { (void)kiln::unsqueeze_expand(m, 7, 2); }, ErrorCode::illegal_dimension,
                      {"expand"}));
 }
 
@@ -795,7 +799,7 @@ TEST(Unsqueeze, Errors) {
 TEST(Contiguous, SameValuesAndOpName) {
   // cl-waffe2's ->contiguous example: the transpose of a 3x3 0..8 matrix.
   Tensor m = f64(iota(9), {3, 3});
-  Tensor t = kiln::transpose(m);
+  Tensor t = kiln::reverse_dims(m);
   Tensor c = kiln::contiguous(t);
   EXPECT_EQ(c.op_name(), "contiguous");
   EXPECT_EQ(c.shape(), (Shape{3, 3}));
@@ -842,7 +846,7 @@ TEST(ZeroD, ReshapePermuteSlice) {
   EXPECT_DOUBLE_EQ(p.item<double>(), 2.5);
   EXPECT_TRUE(throws([&] { (void)kiln::permute(s, {0}); }, ErrorCode::illegal_dimensionality,
                      {"permute"}));
-  Tensor t = kiln::transpose(s);
+  Tensor t = kiln::reverse_dims(s);
   EXPECT_EQ(t.shape(), Shape{});
   EXPECT_DOUBLE_EQ(t.item<double>(), 2.5);
 

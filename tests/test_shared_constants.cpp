@@ -21,7 +21,10 @@ TEST(SharedConstants, ScalarOperandsShareOneNodePerValueTypeAndShape) {
   const Tensor y = kiln::uniform({5}, 2, DType::f32);
   EXPECT_EQ(second_operand(x + 1.0f), second_operand(x * 1.0f));
   EXPECT_NE(second_operand(x + 1.0f), second_operand(x + 2.0f));
-  EXPECT_NE(second_operand(x + 1.0f), second_operand(x + 1.0)) << "f32 and f64 constants";
+  // Scalars are weak: 1.0 beside an f32 tensor is the f32 constant 1.
+  EXPECT_EQ(second_operand(x + 1.0f), second_operand(x + 1.0));
+  const Tensor z = kiln::uniform({3, 4}, 1, DType::f64);
+  EXPECT_NE(second_operand(x + 1.0f), second_operand(z + 1.0)) << "f32 and f64 constants";
   EXPECT_NE(second_operand(x + 1.0f), second_operand(y + 1.0f)) << "other shapes";
   // The scalar on the left is the same constant.
   EXPECT_EQ((1.0f - x).node()->inputs[0].get(), second_operand(x + 1.0f));

@@ -311,7 +311,7 @@ TEST(SlidingWindow, AgainstNestedLoops) {
       size[d] = 1 + static_cast<std::int64_t>(rng() % static_cast<unsigned>(shape[d]));
       steps[d] = 1 + static_cast<std::int64_t>(rng() % 3);
     }
-    const Tensor a = kiln::uniform(shape, 100 + t);
+    const Tensor a = kiln::uniform(shape, 100 + t, DType::f64);
     const Vd av = a.to_vector<double>();
     Shape ws;
     const Vd want = ref_sliding(av, shape, size, steps, &ws);
@@ -414,7 +414,7 @@ TEST(UnslideWindow, AgainstNestedLoops) {
     for (std::size_t d = 0; d < rank; ++d) count *= window_count(shape[d], size[d], steps[d]);
     Shape wshape{count};
     wshape.insert(wshape.end(), size.begin(), size.end());
-    const Tensor w = kiln::uniform(wshape, 300 + t);
+    const Tensor w = kiln::uniform(wshape, 300 + t, DType::f64);
     const Vd want = ref_unslide(w.to_vector<double>(), size, shape, steps);
     SCOPED_TRACE("case " + std::to_string(t));
     const Tensor got = kiln::unslide_window(w, shape, steps);
@@ -621,9 +621,9 @@ TEST(Conv2d, HandValues) {
 }
 
 TEST(Conv2d, ThreeDimensionalInput) {
-  const Tensor x = kiln::uniform({2, 5, 4}, 11);  // [C,H,W]
-  const Tensor w = kiln::uniform({3, 2, 2, 2}, 12);
-  const Tensor b = kiln::uniform({3}, 13);
+  const Tensor x = kiln::uniform({2, 5, 4}, 11, DType::f64);  // [C,H,W]
+  const Tensor w = kiln::uniform({3, 2, 2, 2}, 12, DType::f64);
+  const Tensor b = kiln::uniform({3}, 13, DType::f64);
   const Tensor r = kiln::conv2d(x, w, b);
   EXPECT_EQ(r.shape(), (Shape{3, 4, 3}));
   const Vd want = ref_conv2d(x.to_vector<double>(), w.to_vector<double>(), b.to_vector<double>(),

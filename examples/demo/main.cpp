@@ -27,7 +27,7 @@ int main() {
     std::cout << "s.item<float>() = " << s.item<float>() << "\n\n";
 
     // Views copy nothing; type promotion follows the literal type of scalars.
-    auto xt = x.transpose();                                      // f32 [3,2], a view of x
+    auto xt = x.t();                                              // f32 [3,2], a view of x
     auto z = xt * 2.0;                                            // f32 * double -> f64
     std::cout << "x^T * 2.0 = " << z << "\n";
 

@@ -117,9 +117,9 @@ Options parse(int argc, char** argv) {
 
 nn::Sequential make_model(bool small) {
   const std::int64_t c1 = small ? 8 : 32, c2 = small ? 16 : 64, hidden = small ? 128 : 1024;
-  return nn::Sequential(nn::Conv2d(1, c1, 5), nn::ReLU(), nn::MaxPool2d(2),
-                        nn::Conv2d(c1, c2, 5), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
-                        nn::Linear(c2 * 7 * 7, hidden), nn::ReLU(), nn::Dropout(0.4),
+  return nn::Sequential(nn::Conv2d(1, c1, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Conv2d(c1, c2, 5, 1, /*padding=*/2), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Flatten(), nn::Linear(c2 * 7 * 7, hidden), nn::ReLU(), nn::Dropout(0.4),
                         nn::Linear(hidden, 10));
 }
 
@@ -194,7 +194,7 @@ std::pair<double, double> evaluate(nn::Module& model, const kiln::data::Dataset&
     const Tensor loss = nn::cross_entropy(logits, b.labels);
     const Tensor right = nn::correct_count(logits, b.labels);
     kiln::eval_all({loss, right});
-    loss_sum += loss.item<double>() * static_cast<double>(b.labels.dim(0));
+    loss_sum += loss.item<double>() * static_cast<double>(b.labels.size(0));
     correct += right.item<std::int64_t>();
   }
   model.train();
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
         }
         optimizer.step(loss);  // forward, backward and the Adam update in one pass
         const double l = loss.item<double>();
-        const std::int64_t n = b.labels.dim(0);
+        const std::int64_t n = b.labels.size(0);
         if (!std::isfinite(l)) throw kiln::Error(kiln::ErrorCode::internal_error,
                                                  "the training loss is not finite");
         loss_sum += l * n;

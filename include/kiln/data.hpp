@@ -39,7 +39,7 @@ Tensor read_idx_labels(const std::string& path);
 struct Dataset {
   Tensor images;  // f32 [N, 1, H, W]
   Tensor labels;  // i64 [N]
-  std::int64_t size() const { return labels.defined() ? labels.dim(0) : 0; }
+  std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };
 
 // Debian's dataset-fashion-mnist package installs the files here.

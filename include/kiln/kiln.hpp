@@ -11,5 +11,6 @@
 #include "kiln/ops.hpp"
 #include "kiln/random.hpp"
 #include "kiln/tensor.hpp"
+#include "kiln/tensor_index.hpp"
 #include "kiln/types.hpp"
 #include "kiln/windows.hpp"

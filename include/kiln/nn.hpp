@@ -25,19 +25,20 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/ops.hpp"
 #include "kiln/tensor.hpp"
 
 namespace kiln::nn {
 
 // ---- random initialisation ----------------------------------------------------------------------
-// nn draws every seed it needs (initialisation, dropout masks) from one generator, so a program
-// that calls manual_seed(s) first and then builds and trains a model the same way gets the same
-// numbers on every run. It is independent of kiln::manual_seed. Modules draw their seeds when
-// they are constructed, so modules passed to one call (Sequential's constructor) draw them in the
-// order the compiler evaluates arguments (right to left with GCC); use Sequential::add for an
-// order that is the same with every compiler.
-void manual_seed(std::uint64_t seed);
-std::uint64_t next_seed();
+// nn draws every seed it needs (initialisation, dropout masks) from kiln's one global generator
+// (kiln::manual_seed, kiln::next_seed), so a program that calls manual_seed(s) first and then
+// builds and trains a model the same way gets the same numbers on every run. Modules draw their
+// seeds when they are constructed; Sequential's constructor initialises its modules again in
+// their order, so `Sequential(a, b, c)` gives the same parameters whatever order the compiler
+// constructs a, b and c in.
+using kiln::manual_seed;
+using kiln::next_seed;
 
 // f32 tensors of `shape` drawn uniformly from [low, high); seed 0 draws one from next_seed().
 Tensor uniform(Shape shape, double low, double high, std::uint64_t seed = 0);
@@ -110,6 +111,11 @@ class Module {
   void zero_grad() const;
   // A multi-line summary: one line per module with its parameter count, and the total.
   std::string summary() const;
+  // Draws this module's own parameters again (as its constructor does) from the global generator;
+  // modules without a random initialisation do nothing.
+  virtual void reset_parameters() {}
+  // reset_parameters() of this module, then of its children in order, depth first.
+  void reset_all_parameters();
 
  protected:
   Parameter register_parameter(std::string name, const Tensor& value);
@@ -126,13 +132,15 @@ class Module {
   bool training_ = true;
 };
 
-// y = x W + b for x [N, in] (or any [..., in]): weight [in, out], bias [out]. Weight and bias are
-// drawn from U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's default; kaiming_uniform with a = sqrt(5)).
+// y = x W^T + b for x [N, in] (or any [..., in]): weight [out, in] and bias [out], as in PyTorch
+// (so weights load from and compare with PyTorch's directly). Weight and bias are drawn from
+// U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's default; kaiming_uniform with a = sqrt(5)).
 class Linear : public Module {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
+  void reset_parameters() override;
   const Parameter& weight() const { return weight_; }
   const Parameter& bias() const { return bias_; }  // undefined without bias
   std::int64_t in_features() const { return in_; }
@@ -143,16 +151,18 @@ class Linear : public Module {
   Parameter weight_, bias_;
 };
 
-// 2-D convolution over [N, C, H, W]: weight [out, in, k, k], bias [out]. padding = same_padding
-// (the default) pads k / 2 on each side, which keeps H and W for odd k and stride 1 (an even
-// kernel with same_padding is an error). Initialised as Linear with fan_in = in * k * k.
+// 2-D convolution over [N, C, H, W]: weight [out, in, k, k], bias [out]. `padding` zeros on each
+// side, 0 by default as in PyTorch; padding = same_padding pads k / 2, which keeps H and W for odd
+// k and stride 1 (an even kernel with same_padding is an error). Initialised as Linear with
+// fan_in = in * k * k.
 class Conv2d : public Module {
  public:
   static constexpr std::int64_t same_padding = -1;
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
-         std::int64_t stride = 1, std::int64_t padding = same_padding, bool bias = true);
+         std::int64_t stride = 1, std::int64_t padding = 0, bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
+  void reset_parameters() override;
   const Parameter& weight() const { return weight_; }
   const Parameter& bias() const { return bias_; }
 
@@ -208,6 +218,9 @@ class Sequential : public Module {
     requires(sizeof...(M) > 0 && (std::is_base_of_v<Module, std::decay_t<M>> && ...))
   explicit Sequential(M&&... modules) {
     (add(std::forward<M>(modules)), ...);
+    // The arguments were constructed in an order the compiler chose: initialise them again in
+    // their order, from where the generator stands (the same place whatever that order was).
+    reset_all_parameters();
   }
   template <class M>
     requires std::is_base_of_v<Module, std::decay_t<M>>

@@ -3,11 +3,14 @@
 //
 // Conventions:
 // - Axes may be negative (counted from the end).
-// - Binary ops broadcast normally (shapes aligned at the right) and, where that does not fit,
-//   inversely (aligned at the left); a handle marked with inverse_broadcast() is aligned at the
-//   left only. Dimensions of size 1 repeat as in NumPy. Nothing is copied to broadcast.
-// - Types promote to the larger operand type (i32 < i64 < f32 < f64); a Scalar counts as the
-//   type of its C++ literal (so `x_f32 * 2.0` is f64 and `x_f32 * 2.0f` is f32).
+// - Binary ops broadcast as NumPy and libtorch do: shapes aligned at the right, dimensions of
+//   size 1 and missing leading dimensions repeat; shapes that do not fit are an
+//   incompatible_shapes error. An operand marked with inverse_broadcast() is aligned at the left
+//   instead (Flint's inverse broadcasting, e.g. [2,3] + [2] adds along dimension 0). Nothing is
+//   copied to broadcast. (The C API keeps Flint's rule: the left where the right does not fit.)
+// - Tensor types promote to the larger operand type (i32 < i64 < f32 < f64). A Scalar is weak:
+//   it takes the tensor's type (`x_f32 * 2.0` is f32, `x_i32 + 1L` is i32), except that a floating
+//   scalar with an integer tensor gives default_dtype() (`x_i32 * 0.5` is f32).
 #pragma once
 
 #include <cstdint>
@@ -18,21 +21,45 @@
 namespace kiln {
 
 // ---- creation ---------------------------------------------------------------------------------
+// Without a dtype, a floating value gives default_dtype() and an integer value its own type.
 Tensor full(Shape shape, Scalar value);
 Tensor full(Shape shape, Scalar value, DType dtype);
-Tensor zeros(Shape shape, DType dtype = DType::f32);
-Tensor ones(Shape shape, DType dtype = DType::f32);
-Tensor scalar(Scalar value);  // a 0-d tensor
+Tensor zeros(Shape shape);  // default_dtype()
+Tensor zeros(Shape shape, DType dtype);
+Tensor ones(Shape shape);  // default_dtype()
+Tensor ones(Shape shape, DType dtype);
+// A 0-d tensor: a floating value gives default_dtype(), an integer value its own type.
+Tensor scalar(Scalar value);
+Tensor scalar(Scalar value, DType dtype);
 // i64 tensor whose every element is its own index along `axis` (Flint's farange).
 Tensor arange(Shape shape, int axis);
 Tensor arange(std::int64_t n);  // [0, 1, ..., n-1]
 // Uniform values in [0, 1). With a seed the values depend only on (seed, shape, dtype); without
 // one, a seed is drawn from the global generator (see manual_seed).
-Tensor uniform(Shape shape, std::uint64_t seed, DType dtype = DType::f64);
-Tensor uniform(Shape shape, DType dtype = DType::f64);
+// Without a dtype, default_dtype().
+Tensor uniform(Shape shape, std::uint64_t seed);
+Tensor uniform(Shape shape, std::uint64_t seed, DType dtype);
+Tensor uniform(Shape shape);
+Tensor uniform(Shape shape, DType dtype);
+// Of the shape of `like`, in its dtype unless one is named (libtorch's *_like).
+Tensor zeros_like(const Tensor& like);
+Tensor zeros_like(const Tensor& like, DType dtype);
+Tensor ones_like(const Tensor& like);
+Tensor ones_like(const Tensor& like, DType dtype);
+Tensor full_like(const Tensor& like, Scalar value);  // the value converted to like's dtype
+Tensor full_like(const Tensor& like, Scalar value, DType dtype);
+// Uniform values in [0, 1) (libtorch's rand_like); `like` must be a float tensor.
+Tensor uniform_like(const Tensor& like);
+// Resets the one global generator that every unseeded random op, kiln::nn's initialisations and
+// its dropout masks draw their seeds from (nn::manual_seed is the same function).
 void manual_seed(std::uint64_t seed);
+// The next seed of that generator (never 0).
+std::uint64_t next_seed();
 
-// Nested initializer lists: tensor({{1.f, 2.f}, {3.f, 4.f}}) is f32 [2,2].
+// Nested initializer lists: tensor({{1.f, 2.f}, {3.f, 4.f}}) is f32 [2,2]. The list's element
+// type is the tensor's (double -> f64, int -> i32), as with Tensor::from: a typed list is an
+// explicit choice, where a scalar beside a tensor (weak) or a creation function without a dtype
+// (default_dtype()) is not. libtorch's tensor({1.0, 2.0}) is f32: write {1.f, 2.f}.
 template <class T> Tensor tensor(std::initializer_list<T> v) {
   return Tensor::from(std::vector<T>(v));
 }
@@ -60,11 +87,15 @@ Tensor equal(const Tensor& a, const Tensor& b);
 Tensor less_equal(const Tensor& a, const Tensor& b);
 Tensor greater_equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
-// `cond` of any type (non-zero is true); the result has the promoted type of a and b.
+// `cond` of any type (non-zero is true); the result has the promoted type of a and b. A Scalar
+// is weak (it takes the tensor's type).
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 
 enum class Comparison { less, greater, equal, less_equal, greater_equal, not_equal };
-// cl-waffe2's compare: `true_value` where `a <op> b` holds, else `false_value`.
+// cl-waffe2's compare: `true_value` where `a <op> b` holds, else `false_value`, in the promoted
+// type of the two values (the values are the result, so each keeps its literal's type).
 Tensor compare(const Tensor& a, const Tensor& b, Comparison op, Scalar true_value = 1,
                Scalar false_value = 0);
 
@@ -86,6 +117,20 @@ KILN_SCALAR_FORMS(less_equal)
 KILN_SCALAR_FORMS(greater_equal)
 KILN_SCALAR_FORMS(not_equal)
 #undef KILN_SCALAR_FORMS
+
+// Comparison operators build comparison nodes (i32 0/1), as libtorch's do; they do not compare
+// handles (see Tensor::same_node for that).
+#define KILN_COMPARISON_OPERATOR(op, fn)                                           \
+  inline Tensor operator op(const Tensor& a, const Tensor& b) { return fn(a, b); } \
+  inline Tensor operator op(const Tensor& a, Scalar b) { return fn(a, b); }        \
+  inline Tensor operator op(Scalar a, const Tensor& b) { return fn(a, b); }
+KILN_COMPARISON_OPERATOR(<, less)
+KILN_COMPARISON_OPERATOR(<=, less_equal)
+KILN_COMPARISON_OPERATOR(>, greater)
+KILN_COMPARISON_OPERATOR(>=, greater_equal)
+KILN_COMPARISON_OPERATOR(==, equal)
+KILN_COMPARISON_OPERATOR(!=, not_equal)
+#undef KILN_COMPARISON_OPERATOR
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
@@ -165,12 +210,18 @@ Tensor dot(const Tensor& a, const Tensor& b);  // two vectors of equal length ->
 // All of these are views (index maps over their input, no copy) except concat and contiguous.
 Tensor reshape(const Tensor& a, Shape shape);  // one entry may be -1 (inferred)
 Tensor flatten(const Tensor& a);               // to 1-D
+// Merges dimensions start_dim..end_dim (inclusive) into one, as libtorch's flatten.
+Tensor flatten(const Tensor& a, int start_dim, int end_dim = -1);
 // Merges dimension `axis` into dimension `axis - 1` (Flint's fflatten_dimension; axis >= 1).
-Tensor flatten(const Tensor& a, int axis);
+Tensor flatten_dimension(const Tensor& a, int axis);
 // Result dimension i is input dimension perm[i].
 Tensor permute(const Tensor& a, std::vector<int> perm);
-Tensor transpose(const Tensor& a);  // reverses all dimensions
+// Swaps two dimensions.
 Tensor transpose(const Tensor& a, int axis_a, int axis_b);
+// A matrix transposed; a tensor of fewer than 2 dimensions is returned as it is (libtorch's t).
+Tensor t(const Tensor& a);
+// All dimensions in reverse order (NumPy's a.T, Flint's ftranspose without a permutation).
+Tensor reverse_dims(const Tensor& a);
 // Per dimension start (inclusive), stop (exclusive) and step. Negative start/stop count from the
 // end; out-of-range values are clamped as in Python; a negative step walks backwards from start
 // (start > stop); a step of 0 is an invalid_select error. Crossed bounds give an empty dimension.
@@ -192,8 +243,12 @@ Tensor pad(const Tensor& a, std::vector<std::int64_t> before, std::vector<std::i
 // Joins tensors along `axis`; the other dimensions must agree; the type is the promoted one.
 Tensor concat(const std::vector<Tensor>& parts, int axis);
 Tensor concat(const Tensor& a, const Tensor& b, int axis);
-// Inserts a new dimension of `size` before dimension `axis` (0..rank) by repetition (fexpand).
-Tensor expand(const Tensor& a, int axis, std::int64_t size);
+// libtorch's expand: a view of `a` broadcast to `shape` (aligned at the right; size-1 dimensions
+// repeat; -1 keeps the size of an existing dimension).
+Tensor expand(const Tensor& a, Shape shape);
+// Inserts a new dimension of `size` before dimension `axis` (0..rank) by repetition (Flint's
+// fexpand: unsqueeze(a, axis) expanded to `size` along it).
+Tensor unsqueeze_expand(const Tensor& a, int axis, std::int64_t size);
 // Broadcasts to `shape` normally (aligned at the right) or, with inverse, at the left.
 Tensor broadcast_to(const Tensor& a, Shape shape, bool inverse = false);
 // Repeats the whole tensor reps[i] times along dimension i: [[0,1],[2,3]] with {2,3} -> [4,6].

@@ -9,9 +9,11 @@
 
 namespace kiln {
 
-// Standard normal values (Box-Muller over two uniform streams).
-Tensor random_normal(Shape shape, std::uint64_t seed, DType dtype = DType::f64);
-Tensor random_normal(Shape shape, DType dtype = DType::f64);
+// Standard normal values (Box-Muller over two uniform streams); default_dtype() unless named.
+Tensor random_normal(Shape shape, std::uint64_t seed, DType dtype);
+Tensor random_normal(Shape shape, std::uint64_t seed);
+Tensor random_normal(Shape shape, DType dtype);
+Tensor random_normal(Shape shape);
 // `a` with the slices along `axis` in a random order.
 Tensor permutate(const Tensor& a, int axis, std::uint64_t seed);
 Tensor permutate(const Tensor& a, int axis);

@@ -18,6 +18,7 @@ namespace kiln {
 namespace detail {
 struct Node;
 }
+class TensorIndex;
 
 // An evaluated tensor that no gradient can pass through (built outside a gradient context, not
 // watched) becomes a leaf holding its values: the graph below it is let go, as Flint's C++ API
@@ -52,7 +53,9 @@ class Tensor {
 
   bool defined() const { return node_ != nullptr; }
   const Shape& shape() const;
-  std::int64_t dim(int axis) const;  // negative axes count from the end
+  const Shape& sizes() const { return shape(); }  // libtorch's name
+  std::int64_t size(int axis) const;              // negative axes count from the end
+  int dim() const { return rank(); }              // the number of dimensions, as in libtorch
   int rank() const;
   std::int64_t numel() const;
   DType dtype() const;
@@ -114,12 +117,28 @@ class Tensor {
   Tensor normal_broadcast() const;
   bool is_inverse_broadcast() const { return inverse_broadcast_; }
 
+  // ---- indexing (views; see tensor_index.hpp for the index vocabulary) ---------------------
+  // x[i]: the slice at index i of dimension 0, without that dimension (negative i counts from
+  // the end; out of range is an invalid_select error).
+  Tensor operator[](std::int64_t i) const;
+  // libtorch's x.index({...}): integers, Slice(start, stop, step), All, None (a new dimension of
+  // size 1), Ellipsis and integer index tensors (index_select along that dimension).
+  Tensor index(std::initializer_list<TensorIndex> indices) const;
+  Tensor index(const std::vector<TensorIndex>& indices) const;
+
   // ---- method forms of common ops (see ops.hpp for all ops) --------------------------------
   Tensor reshape(Shape shape) const;
+  Tensor view(Shape shape) const { return reshape(std::move(shape)); }
   Tensor flatten() const;
+  Tensor flatten(int start_dim, int end_dim = -1) const;
   Tensor permute(std::vector<int> perm) const;
-  Tensor transpose() const;  // reverses all dimensions
   Tensor transpose(int axis_a, int axis_b) const;
+  Tensor t() const;
+  Tensor expand(Shape shape) const;
+  Tensor to(DType dtype) const { return convert(dtype); }
+  // A new node holding a copy of the values (graphs are immutable, so a copy is never needed to
+  // protect data; clone gives a tensor that shares no node with this one).
+  Tensor clone() const;
   Tensor slice(std::vector<std::int64_t> start, std::vector<std::int64_t> stop) const;
   Tensor slice(std::vector<std::int64_t> start, std::vector<std::int64_t> stop,
                std::vector<std::int64_t> step) const;
@@ -144,6 +163,17 @@ class Tensor {
   std::shared_ptr<detail::Node> node_;
   bool inverse_broadcast_ = false;
 };
+
+// Compound assignment rebinds the handle: `x += y` is `x = x + y`, a new node. Other handles to
+// the old value keep seeing the old value (graphs are immutable, so nothing shared changes).
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, Scalar b);
+Tensor& operator-=(Tensor& a, Scalar b);
+Tensor& operator*=(Tensor& a, Scalar b);
+Tensor& operator/=(Tensor& a, Scalar b);
 
 // Evaluates several tensors in one pass, computing shared parts of their graphs once.
 void eval_all(const std::vector<Tensor>& tensors);

@@ -22,6 +22,13 @@ constexpr std::size_t size_of(DType t) {
 }
 const char* dtype_name(DType t);  // "i32", "i64", "f32", "f64"
 
+// The float type the C++ API gives where no type is named: creation functions without a dtype
+// (`zeros`, `full` with a floating value, `uniform`, `tensor` of double literals, ...), a floating
+// scalar combined with an integer tensor, and float-valued ops of integer tensors. f32 unless set;
+// process-wide. Setting an integer type is a wrong_type error.
+DType default_dtype();
+void set_default_dtype(DType dtype);
+
 template <class T> struct dtype_of;
 template <> struct dtype_of<std::int32_t> { static constexpr DType value = DType::i32; };
 template <> struct dtype_of<std::int64_t> { static constexpr DType value = DType::i64; };
@@ -31,8 +38,11 @@ template <> struct dtype_of<double> { static constexpr DType value = DType::f64;
 template <> struct dtype_of<long long> { static constexpr DType value = DType::i64; };
 template <class T> constexpr DType dtype_of_v = dtype_of<T>::value;
 
-// A number together with its kiln type. Scalars take part in type promotion with the
-// type of their C++ literal: int -> i32, long/int64 -> i64, float -> f32, double -> f64.
+// A number together with the kiln type of its C++ literal: int -> i32, long/int64 -> i64,
+// float -> f32, double -> f64. In the C++ API a Scalar combined with a tensor is *weak*: it takes
+// the tensor's type (`x_f32 * 0.1` stays f32, `x_i64 + 1` stays i64), except that a floating
+// scalar with an integer tensor gives default_dtype(). The C API's scalar forms keep the type
+// their suffix names (Flint's rule).
 class Scalar {
  public:
   constexpr Scalar() = default;

@@ -16,8 +16,7 @@ namespace {
 // do not turn into NaN when the max is subtracted.
 Tensor stable_shift(const Tensor& a, int axis) {
   const Tensor m = max(a, {axis}, true);
-  return where(less(abs(m), scalar(std::numeric_limits<double>::infinity())), m,
-               zeros({}, m.dtype()));
+  return where(less(abs(m), std::numeric_limits<double>::infinity()), m, zeros({}, m.dtype()));
 }
 }  // namespace
 

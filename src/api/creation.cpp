@@ -9,7 +9,17 @@ namespace kiln {
 
 using detail::Op;
 
-Tensor scalar(Scalar value) {
+namespace {
+// The type a value gets where no type is named.
+DType type_of_literal(Scalar value) {
+  return is_float(value.dtype()) ? default_dtype() : value.dtype();
+}
+}  // namespace
+
+Tensor scalar(Scalar value) { return scalar(value, type_of_literal(value)); }
+
+Tensor scalar(Scalar given, DType dtype) {
+  const Scalar value = given.cast(dtype);
   Tensor t = detail::make_node(Op::store, value.dtype(), {}, {});
   auto buffer = std::make_shared<detail::Buffer>(value.dtype(), 1);
   detail::dispatch(value.dtype(), [&]<class T>() { *buffer->as<T>() = value.as<T>(); });
@@ -18,12 +28,39 @@ Tensor scalar(Scalar value) {
 }
 
 Tensor full(Shape shape, Scalar value, DType dtype) {
-  Tensor s = scalar(value.cast(dtype));
+  Tensor s = scalar(value, dtype);
   return shape.empty() ? s : broadcast_to(s, std::move(shape));
 }
-Tensor full(Shape shape, Scalar value) { return full(std::move(shape), value, value.dtype()); }
+Tensor full(Shape shape, Scalar value) {
+  return full(std::move(shape), value, type_of_literal(value));
+}
+Tensor zeros(Shape shape) { return full(std::move(shape), 0, default_dtype()); }
 Tensor zeros(Shape shape, DType dtype) { return full(std::move(shape), 0, dtype); }
+Tensor ones(Shape shape) { return full(std::move(shape), 1, default_dtype()); }
 Tensor ones(Shape shape, DType dtype) { return full(std::move(shape), 1, dtype); }
+
+Tensor zeros_like(const Tensor& like) {
+  return zeros_like(like, detail::node_of(like, "zeros_like")->dtype);
+}
+Tensor zeros_like(const Tensor& like, DType dtype) {
+  return full(detail::node_of(like, "zeros_like")->shape, 0, dtype);
+}
+Tensor ones_like(const Tensor& like) {
+  return ones_like(like, detail::node_of(like, "ones_like")->dtype);
+}
+Tensor ones_like(const Tensor& like, DType dtype) {
+  return full(detail::node_of(like, "ones_like")->shape, 1, dtype);
+}
+Tensor full_like(const Tensor& like, Scalar value) {
+  return full_like(like, value, detail::node_of(like, "full_like")->dtype);
+}
+Tensor full_like(const Tensor& like, Scalar value, DType dtype) {
+  return full(detail::node_of(like, "full_like")->shape, value, dtype);
+}
+Tensor uniform_like(const Tensor& like) {
+  const detail::NodePtr& n = detail::node_of(like, "uniform_like");
+  return uniform(n->shape, n->dtype);
+}
 
 Tensor arange(std::int64_t n) {
   if (n < 0) detail::fail(ErrorCode::illegal_dimension, "arange", "negative length " + std::to_string(n));
@@ -68,6 +105,14 @@ std::uint64_t detail::next_global_seed() {
 Tensor uniform(Shape shape, DType dtype) {
   return uniform(std::move(shape), detail::next_global_seed(), dtype);
 }
+Tensor uniform(Shape shape, std::uint64_t seed) {
+  return uniform(std::move(shape), seed, default_dtype());
+}
+Tensor uniform(Shape shape) { return uniform(std::move(shape), default_dtype()); }
 void manual_seed(std::uint64_t seed) { global_seed_state.store(seed); }
+std::uint64_t next_seed() {
+  const std::uint64_t s = detail::next_global_seed();
+  return s == 0 ? 1 : s;
+}
 
 }  // namespace kiln

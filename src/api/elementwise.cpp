@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "api/builder.hpp"
+#include "api/flint_rules.hpp"
 #include "api/shared_constants.hpp"
 #include "kiln/ops.hpp"
 
@@ -34,16 +35,23 @@ struct BroadcastPlan {
   bool inverse;
 };
 
-// Normal broadcasting wins where both fit, unless an operand is marked for inverse broadcasting.
+// How shapes that differ are aligned. The C++ API aligns at the left only an operand marked with
+// inverse_broadcast(), so that a shape bug is an error as in NumPy and libtorch; Flint's rule,
+// which the C API keeps, falls back to the left where the right does not fit.
+enum class Alignment { marked_only, flint_fallback };
+
 BroadcastPlan plan(std::string_view op, const Shape& a, bool a_marked, const Shape& b,
-                   bool b_marked) {
+                   bool b_marked, Alignment alignment = Alignment::marked_only) {
   const bool marked = a_marked || b_marked;
   if (!marked)
     if (auto s = broadcast_shape(a, b, false)) return {*s, false};
-  if (auto s = broadcast_shape(a, b, true)) return {*s, true};
+  if (marked || alignment == Alignment::flint_fallback)
+    if (auto s = broadcast_shape(a, b, true)) return {*s, true};
   detail::fail(ErrorCode::incompatible_shapes, op,
                "incompatible shapes " + shape_to_string(a) + " and " + shape_to_string(b) +
-                   (marked ? " (inverse broadcasting enforced)" : ""));
+                   (marked ? " (aligned at the left: an operand is marked inverse_broadcast())"
+                           : " (aligned at the right; mark an operand with inverse_broadcast() "
+                             "to align them at the left)"));
 }
 
 // The node an operand contributes at `shape`: its own, a shared broadcast of a shared constant,
@@ -65,15 +73,16 @@ std::vector<detail::NodePtr> operands(const detail::NodePtr& a, const detail::No
   return inputs;
 }
 
-Tensor binary(Op op, const Tensor& a, const Tensor& b) {
+Tensor binary(Op op, const Tensor& a, const Tensor& b,
+              Alignment alignment = Alignment::marked_only) {
   const std::string_view name = detail::op_info(op).name;
   detail::node_of(a, name);
   detail::node_of(b, name);
   const DType dtype = detail::result_type(op, promote(a.dtype(), b.dtype()));
   if (a.shape() == b.shape())  // the common case: nothing to broadcast
     return detail::make_node(op, dtype, a.shape(), operands(a.node(), b.node()));
-  BroadcastPlan p =
-      plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(), b.is_inverse_broadcast());
+  BroadcastPlan p = plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(),
+                         b.is_inverse_broadcast(), alignment);
   // Each operand's node is copied into the inputs before the other's is looked up, which may
   // change the cache it came from.
   Tensor made;
@@ -82,6 +91,13 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b) {
   inputs.push_back(broadcast_operand(a, p.shape, p.inverse, made));
   inputs.push_back(broadcast_operand(b, p.shape, p.inverse, made));
   return detail::make_node(op, dtype, std::move(p.shape), std::move(inputs));
+}
+
+// A scalar beside a tensor of type `t` in the C++ API: weak, it takes the tensor's type, except
+// that a floating value beside an integer tensor takes the default float type.
+const Tensor& weak_constant(Scalar value, DType t) {
+  const DType as = is_float(value.dtype()) && is_integer(t) ? default_dtype() : t;
+  return detail::shared_constant(value.cast(as));
 }
 
 Tensor unary(Op op, const Tensor& a) {
@@ -98,10 +114,14 @@ Tensor unary(Op op, const Tensor& a) {
 #define KILN_PUBLIC_UNARY_(fn, ...) KILN_IF_WRITTEN_OUT_(fn)(KILN_PLAIN_UNARY_, fn)
 #define KILN_PLAIN_UNARY_(fn) \
   Tensor fn(const Tensor& a) { return unary(Op::fn, a); }
-#define KILN_PUBLIC_BINARY_(fn, ...)                                                         \
-  Tensor fn(const Tensor& a, const Tensor& b) { return binary(Op::fn, a, b); }              \
-  Tensor fn(const Tensor& a, Scalar b) { return binary(Op::fn, a, detail::shared_constant(b)); } \
-  Tensor fn(Scalar a, const Tensor& b) { return binary(Op::fn, detail::shared_constant(a), b); }
+#define KILN_PUBLIC_BINARY_(fn, ...)                                            \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary(Op::fn, a, b); }  \
+  Tensor fn(const Tensor& a, Scalar b) {                                        \
+    return binary(Op::fn, a, weak_constant(b, detail::node_of(a, #fn)->dtype)); \
+  }                                                                             \
+  Tensor fn(Scalar a, const Tensor& b) {                                        \
+    return binary(Op::fn, weak_constant(a, detail::node_of(b, #fn)->dtype), b); \
+  }
 // Unary ops with a signature of their own are written out below (KILN_WRITTEN_OUT_<name>
 // defined as `~, 1`); KILN_IF_WRITTEN_OUT_(fn) is then a macro that drops its arguments.
 #define KILN_WRITTEN_OUT_convert ~, 1
@@ -118,6 +138,16 @@ KILN_OP_REGISTRY(KILN_NO_PUBLIC_FUNCTION_, KILN_PUBLIC_UNARY_, KILN_PUBLIC_BINAR
 #undef KILN_PUBLIC_UNARY_
 #undef KILN_PUBLIC_BINARY_
 #undef KILN_PLAIN_UNARY_
+
+Tensor detail::flint_binary(Op op, const Tensor& a, const Tensor& b) {
+  return binary(op, a, b, Alignment::flint_fallback);
+}
+Tensor detail::flint_binary(Op op, const Tensor& a, Scalar b) {
+  return binary(op, a, detail::shared_constant(b), Alignment::flint_fallback);
+}
+Tensor detail::flint_binary(Op op, Scalar a, const Tensor& b) {
+  return binary(op, detail::shared_constant(a), b, Alignment::flint_fallback);
+}
 
 Tensor convert(const Tensor& a, DType to) {
   detail::node_of(a, "convert");
@@ -142,6 +172,13 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
                            {c.node(), x.node(), y.node()});
 }
 
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
+  return where(cond, a, weak_constant(b, detail::node_of(a, "where")->dtype));
+}
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
+  return where(cond, weak_constant(a, detail::node_of(b, "where")->dtype), b);
+}
+
 Tensor compare(const Tensor& a, const Tensor& b, Comparison op, Scalar true_value,
                Scalar false_value) {
   Tensor test;
@@ -153,7 +190,9 @@ Tensor compare(const Tensor& a, const Tensor& b, Comparison op, Scalar true_valu
     case Comparison::greater_equal: test = greater_equal(a, b); break;
     case Comparison::not_equal: test = not_equal(a, b); break;
   }
-  return where(test, scalar(true_value), scalar(false_value));
+  // The values are the result, not operands beside a tensor: each keeps its own type.
+  return where(test, scalar(true_value, true_value.dtype()),
+               scalar(false_value, false_value.dtype()));
 }
 
 }  // namespace kiln

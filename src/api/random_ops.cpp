@@ -33,6 +33,10 @@ Tensor random_normal(Shape shape, std::uint64_t seed, DType dtype) {
 Tensor random_normal(Shape shape, DType dtype) {
   return random_normal(std::move(shape), fresh_seed(), dtype);
 }
+Tensor random_normal(Shape shape, std::uint64_t seed) {
+  return random_normal(std::move(shape), seed, default_dtype());
+}
+Tensor random_normal(Shape shape) { return random_normal(std::move(shape), default_dtype()); }
 
 Tensor permutate(const Tensor& a, int axis, std::uint64_t seed) {
   detail::node_of(a, "permutate");
@@ -66,7 +70,7 @@ Tensor dropout(const Tensor& a, double p, std::uint64_t seed) {
   if (!(p >= 0.0 && p <= 1.0))
     detail::fail(ErrorCode::invalid_select, "dropout",
                  "probability " + std::to_string(p) + " outside [0, 1]");
-  const Tensor keep = greater_equal(uniform(a.shape(), seed, DType::f64), scalar(p));
+  const Tensor keep = greater_equal(uniform(a.shape(), seed, DType::f64), scalar(p, DType::f64));
   return where(keep, a, zeros({}, a.dtype()));
 }
 

@@ -43,12 +43,31 @@ Tensor reshape(const Tensor& a, Shape shape) {
 
 Tensor flatten(const Tensor& a) { return reshape(a, {-1}); }
 
-Tensor flatten(const Tensor& a, int axis) {
+Tensor flatten(const Tensor& a, int start_dim, int end_dim) {
   detail::node_of(a, "flatten");
-  const int rank = a.rank();
-  const int ax = detail::normalize_axis("flatten", axis, rank, a.shape());
-  if (ax == 0)
+  // A 0-d tensor counts as having one dimension, as in libtorch.
+  const int rank = std::max(a.rank(), 1);
+  const int first = detail::normalize_axis("flatten", start_dim, rank, a.shape());
+  const int last = detail::normalize_axis("flatten", end_dim, rank, a.shape());
+  if (first > last)
     detail::fail(ErrorCode::illegal_dimension, "flatten",
+                 "start dimension " + std::to_string(start_dim) + " comes after end dimension " +
+                     std::to_string(end_dim) + " of " + shape_to_string(a.shape()));
+  if (a.rank() == 0) return reshape(a, {1});
+  Shape s(a.shape().begin(), a.shape().begin() + first);
+  std::int64_t merged = 1;
+  for (int d = first; d <= last; ++d) merged *= a.shape()[d];
+  s.push_back(merged);
+  s.insert(s.end(), a.shape().begin() + last + 1, a.shape().end());
+  return reshape(a, s);
+}
+
+Tensor flatten_dimension(const Tensor& a, int axis) {
+  detail::node_of(a, "flatten_dimension");
+  const int rank = a.rank();
+  const int ax = detail::normalize_axis("flatten_dimension", axis, rank, a.shape());
+  if (ax == 0)
+    detail::fail(ErrorCode::illegal_dimension, "flatten_dimension",
                  "dimension 0 of " + shape_to_string(a.shape()) + " has no dimension before it");
   Shape s = a.shape();
   s[ax - 1] *= s[ax];
@@ -77,11 +96,20 @@ Tensor permute(const Tensor& a, std::vector<int> perm) {
                            [&](const detail::ViewMap& m) { return m.permute(perm); });
 }
 
-Tensor transpose(const Tensor& a) {
-  detail::node_of(a, "transpose");
+Tensor reverse_dims(const Tensor& a) {
+  detail::node_of(a, "reverse_dims");
   std::vector<int> perm(a.rank());
   for (int i = 0; i < a.rank(); ++i) perm[i] = a.rank() - 1 - i;
   return permute(a, perm);
+}
+
+Tensor t(const Tensor& a) {
+  detail::node_of(a, "t");
+  if (a.rank() > 2)
+    detail::fail(ErrorCode::illegal_dimensionality, "t",
+                 "needs a tensor of at most 2 dimensions, got " + shape_to_string(a.shape()) +
+                     " (use transpose(a, d0, d1) or permute)");
+  return a.rank() < 2 ? a : transpose(a, 0, 1);
 }
 
 Tensor transpose(const Tensor& a, int axis_a, int axis_b) {
@@ -218,11 +246,31 @@ Tensor squeeze(const Tensor& a) {
   return reshape(a, s);
 }
 
-Tensor expand(const Tensor& a, int axis, std::int64_t size) {
+Tensor expand(const Tensor& a, Shape shape) {
   detail::node_of(a, "expand");
+  const Shape& in = a.shape();
+  if (shape.size() < in.size())
+    detail::fail(
+        ErrorCode::incompatible_shapes, "expand",
+        "cannot expand " + shape_to_string(in) + " to fewer dimensions " + shape_to_string(shape));
+  const std::size_t lead = shape.size() - in.size();
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != -1) continue;
+    if (d < lead)
+      detail::fail(
+          ErrorCode::illegal_dimension, "expand",
+          "-1 in " + shape_to_string(shape) + " names a new dimension of " + shape_to_string(in));
+    shape[d] = in[d - lead];
+  }
+  return broadcast_to(a, std::move(shape));
+}
+
+Tensor unsqueeze_expand(const Tensor& a, int axis, std::int64_t size) {
+  detail::node_of(a, "unsqueeze_expand");
   if (size < 0)
-    detail::fail(ErrorCode::invalid_select, "expand", "negative size " + std::to_string(size));
-  const int ax = detail::normalize_axis("expand", axis, a.rank() + 1, a.shape());
+    detail::fail(ErrorCode::invalid_select, "unsqueeze_expand",
+                 "negative size " + std::to_string(size));
+  const int ax = detail::normalize_axis("unsqueeze_expand", axis, a.rank() + 1, a.shape());
   Shape s = a.shape();
   s.insert(s.begin() + ax, size);
   return broadcast_to(unsqueeze(a, ax), s);

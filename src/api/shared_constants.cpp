@@ -52,7 +52,7 @@ const Tensor& shared_constant(Scalar value) {
     return cache.back().leaf;
   }
   if (cache.size() == kConstants) cache.erase(cache.begin());
-  cache.push_back({value.dtype(), bits, scalar(value), {}});
+  cache.push_back({value.dtype(), bits, scalar(value, value.dtype()), {}});
   return cache.back().leaf;
 }
 

@@ -66,8 +66,8 @@ const Shape& Tensor::shape() const { return n().shape; }
 int Tensor::rank() const { return static_cast<int>(n().shape.size()); }
 std::int64_t Tensor::numel() const { return n().numel(); }
 DType Tensor::dtype() const { return n().dtype; }
-std::int64_t Tensor::dim(int axis) const {
-  return shape()[detail::normalize_axis("dim", axis, rank(), shape())];
+std::int64_t Tensor::size(int axis) const {
+  return shape()[detail::normalize_axis("size", axis, rank(), shape())];
 }
 
 const Tensor& Tensor::eval() const {
@@ -145,8 +145,9 @@ Tensor Tensor::normal_broadcast() const {
 
 Tensor Tensor::reshape(Shape s) const { return kiln::reshape(*this, std::move(s)); }
 Tensor Tensor::flatten() const { return kiln::flatten(*this); }
-Tensor Tensor::permute(std::vector<int> perm) const { return kiln::permute(*this, std::move(perm)); }
-Tensor Tensor::transpose() const { return kiln::transpose(*this); }
+Tensor Tensor::permute(std::vector<int> perm) const {
+  return kiln::permute(*this, std::move(perm));
+}
 Tensor Tensor::transpose(int a, int b) const { return kiln::transpose(*this, a, b); }
 Tensor Tensor::slice(std::vector<std::int64_t> start, std::vector<std::int64_t> stop) const {
   return kiln::slice(*this, std::move(start), std::move(stop));

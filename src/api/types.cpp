@@ -1,4 +1,6 @@
-// Names and small value types: dtype names, Scalar, error codes, shape strings.
+// Names and small value types: dtype names, the default float type, Scalar, error codes, shape
+// strings.
+#include <atomic>
 #include <cmath>
 #include <sstream>
 
@@ -16,6 +18,20 @@ const char* dtype_name(DType t) {
     case DType::f64: return "f64";
   }
   return "?";
+}
+
+namespace {
+std::atomic<DType> default_float_type{DType::f32};
+}  // namespace
+
+DType default_dtype() { return default_float_type.load(std::memory_order_relaxed); }
+
+void set_default_dtype(DType dtype) {
+  if (!is_float(dtype))
+    throw Error(ErrorCode::wrong_type, std::string("set_default_dtype: the default type must be a "
+                                                   "float type, got ") +
+                                           dtype_name(dtype));
+  default_float_type.store(dtype, std::memory_order_relaxed);
 }
 
 Scalar Scalar::cast(DType to) const {

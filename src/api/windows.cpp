@@ -144,7 +144,7 @@ Tensor convolve(const Tensor& a, const Tensor& kernel, I64s steps) {
   const std::int64_t f = filters ? kernel.shape()[0] : 1;
   Shape counts(patches.shape().begin(), patches.shape().end() - 1);
   const Tensor rows = reshape(patches, {-1, k});
-  const Tensor out = matmul(rows, transpose(reshape(kernel, {f, k})));
+  const Tensor out = matmul(rows, transpose(reshape(kernel, {f, k}), 0, 1));
   if (filters) counts.push_back(f);
   return reshape(out, counts);
 }

@@ -210,13 +210,13 @@ FGraphNode* fCreateGraph(const void* data, const int num_entries, const enum FTy
   });
 }
 
-#define KILN_CONSTANT(fn, T, CT)                                                     \
-  FGraphNode* fn(const T value, const size_t* shape, const int dimensions) {        \
-    Call call(#fn);                                                                 \
-    return guarded(call, static_cast<FGraphNode*>(nullptr), [&] {                   \
-      return make_node(full(to_shape(shape, dimensions), Scalar(static_cast<CT>(value))), \
-                       FGEN_CONSTANT);                                              \
-    });                                                                             \
+#define KILN_CONSTANT(fn, T, CT)                                                        \
+  FGraphNode* fn(const T value, const size_t* shape, const int dimensions) {            \
+    Call call(#fn);                                                                     \
+    return guarded(call, static_cast<FGraphNode*>(nullptr), [&] {                       \
+      const Scalar v(static_cast<CT>(value));                                           \
+      return make_node(full(to_shape(shape, dimensions), v, v.dtype()), FGEN_CONSTANT); \
+    });                                                                                 \
   }
 KILN_CONSTANT(fconstant_i, int, std::int32_t)
 KILN_CONSTANT(fconstant_l, long, long)

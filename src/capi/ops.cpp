@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "api/flint_rules.hpp"
 #include "capi/capi.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/ops.hpp"
@@ -45,53 +46,55 @@ extern "C" {
 
 // ---- elementwise binary ops, with the scalar forms ----------------------------------------------
 
-#define KILN_BINARY(cname, kfn, OPT)                                                          \
-  FGraphNode* cname##_g(FGraphNode* a, FGraphNode* b) {                                     \
-    Call call(#cname "_g");                                                                 \
-    return guarded(call, kNull, [&] {                                                       \
-      const Tensor x = call.operand(a, "a");                                                \
-      const Tensor y = call.operand(b, "b");                                                \
-      return make_node(kfn(x, y), OPT, {a, b});                                             \
-    });                                                                                     \
+#define KILN_BINARY(cname, kop, OPT)                                  \
+  FGraphNode* cname##_g(FGraphNode* a, FGraphNode* b) {               \
+    Call call(#cname "_g");                                           \
+    return guarded(call, kNull, [&] {                                 \
+      const Tensor x = call.operand(a, "a");                          \
+      const Tensor y = call.operand(b, "b");                          \
+      return make_node(detail::flint_binary(kop, x, y), OPT, {a, b}); \
+    });                                                               \
   }
-#define KILN_SCALAR_RIGHT(cname, suffix, T, CT, kfn, OPT)                                     \
-  FGraphNode* cname##suffix(FGraphNode* a, const T b) {                                     \
-    Call call(#cname #suffix);                                                              \
-    return guarded(call, kNull, [&] {                                                       \
-      return make_node(kfn(call.operand(a, "a"), Scalar(static_cast<CT>(b))), OPT, {a});    \
-    });                                                                                     \
+#define KILN_SCALAR_RIGHT(cname, suffix, T, CT, kop, OPT)                             \
+  FGraphNode* cname##suffix(FGraphNode* a, const T b) {                               \
+    Call call(#cname #suffix);                                                        \
+    return guarded(call, kNull, [&] {                                                 \
+      const Scalar s(static_cast<CT>(b));                                             \
+      return make_node(detail::flint_binary(kop, call.operand(a, "a"), s), OPT, {a}); \
+    });                                                                               \
   }
-#define KILN_SCALAR_LEFT(cname, suffix, T, CT, kfn, OPT)                                      \
-  FGraphNode* cname##suffix(const T a, FGraphNode* b) {                                     \
-    Call call(#cname #suffix);                                                              \
-    return guarded(call, kNull, [&] {                                                       \
-      return make_node(kfn(Scalar(static_cast<CT>(a)), call.operand(b, "b")), OPT, {b});    \
-    });                                                                                     \
+#define KILN_SCALAR_LEFT(cname, suffix, T, CT, kop, OPT)                              \
+  FGraphNode* cname##suffix(const T a, FGraphNode* b) {                               \
+    Call call(#cname #suffix);                                                        \
+    return guarded(call, kNull, [&] {                                                 \
+      const Scalar s(static_cast<CT>(a));                                             \
+      return make_node(detail::flint_binary(kop, s, call.operand(b, "b")), OPT, {b}); \
+    });                                                                               \
   }
-#define KILN_ALL_RIGHT(cname, kfn, OPT)                                                       \
-  KILN_BINARY(cname, kfn, OPT)                                                              \
-  KILN_SCALAR_RIGHT(cname, _ci, int, std::int32_t, kfn, OPT)                                \
-  KILN_SCALAR_RIGHT(cname, _cl, long, long, kfn, OPT)                                       \
-  KILN_SCALAR_RIGHT(cname, _cf, float, float, kfn, OPT)                                     \
-  KILN_SCALAR_RIGHT(cname, _cd, double, double, kfn, OPT)
-#define KILN_ALL_LEFT(cname, kfn, OPT)                                                        \
-  KILN_SCALAR_LEFT(cname, _ici, int, std::int32_t, kfn, OPT)                                \
-  KILN_SCALAR_LEFT(cname, _icl, long, long, kfn, OPT)                                       \
-  KILN_SCALAR_LEFT(cname, _icf, float, float, kfn, OPT)                                     \
-  KILN_SCALAR_LEFT(cname, _icd, double, double, kfn, OPT)
+#define KILN_ALL_RIGHT(cname, kop, OPT)                      \
+  KILN_BINARY(cname, kop, OPT)                               \
+  KILN_SCALAR_RIGHT(cname, _ci, int, std::int32_t, kop, OPT) \
+  KILN_SCALAR_RIGHT(cname, _cl, long, long, kop, OPT)        \
+  KILN_SCALAR_RIGHT(cname, _cf, float, float, kop, OPT)      \
+  KILN_SCALAR_RIGHT(cname, _cd, double, double, kop, OPT)
+#define KILN_ALL_LEFT(cname, kop, OPT)                       \
+  KILN_SCALAR_LEFT(cname, _ici, int, std::int32_t, kop, OPT) \
+  KILN_SCALAR_LEFT(cname, _icl, long, long, kop, OPT)        \
+  KILN_SCALAR_LEFT(cname, _icf, float, float, kop, OPT)      \
+  KILN_SCALAR_LEFT(cname, _icd, double, double, kop, OPT)
 
-KILN_ALL_RIGHT(fadd, kiln::add, FADD)
-KILN_ALL_RIGHT(fsub, kiln::sub, FSUB)
-KILN_ALL_LEFT(fsub, kiln::sub, FSUB)
-KILN_ALL_RIGHT(fmul, kiln::mul, FMUL)
-KILN_ALL_RIGHT(fdiv, kiln::div, FDIV)
-KILN_ALL_LEFT(fdiv, kiln::div, FDIV)
-KILN_ALL_RIGHT(fpow, kiln::pow, FPOW)
-KILN_ALL_RIGHT(fmin, kiln::minimum, FMIN)
-KILN_ALL_RIGHT(fmax, kiln::maximum, FMAX)
-KILN_ALL_RIGHT(fless, kiln::less, FLESS)
-KILN_ALL_RIGHT(fgreater, kiln::greater, FGREATER)
-KILN_ALL_RIGHT(fequal, kiln::equal, FEQUAL)
+KILN_ALL_RIGHT(fadd, detail::Op::add, FADD)
+KILN_ALL_RIGHT(fsub, detail::Op::sub, FSUB)
+KILN_ALL_LEFT(fsub, detail::Op::sub, FSUB)
+KILN_ALL_RIGHT(fmul, detail::Op::mul, FMUL)
+KILN_ALL_RIGHT(fdiv, detail::Op::div, FDIV)
+KILN_ALL_LEFT(fdiv, detail::Op::div, FDIV)
+KILN_ALL_RIGHT(fpow, detail::Op::pow, FPOW)
+KILN_ALL_RIGHT(fmin, detail::Op::minimum, FMIN)
+KILN_ALL_RIGHT(fmax, detail::Op::maximum, FMAX)
+KILN_ALL_RIGHT(fless, detail::Op::less, FLESS)
+KILN_ALL_RIGHT(fgreater, detail::Op::greater, FGREATER)
+KILN_ALL_RIGHT(fequal, detail::Op::equal, FEQUAL)
 
 #undef KILN_ALL_LEFT
 #undef KILN_ALL_RIGHT
@@ -154,7 +157,7 @@ KILN_REDUCE(freduce_max, kiln::max, FREDUCE_MAX)
 FGraphNode* fflatten_dimension(FGraphNode* a, int dimension) {
   Call call("fflatten_dimension");
   return guarded(call, kNull, [&] {
-    return make_node(kiln::flatten(call.node(a, "a").tensor, dimension), FLATTEN, {a});
+    return make_node(kiln::flatten_dimension(call.node(a, "a").tensor, dimension), FLATTEN, {a});
   });
 }
 
@@ -233,7 +236,7 @@ FGraphNode* fexpand(FGraphNode* a, const unsigned int axis, const unsigned int s
   Call call("fexpand");
   return guarded(call, kNull, [&] {
     const Tensor x = call.node(a, "a").tensor;
-    return make_node(kiln::expand(x, to_axis(axis, "axis"), size), FEXPAND, {a});
+    return make_node(kiln::unsqueeze_expand(x, to_axis(axis, "axis"), size), FEXPAND, {a});
   });
 }
 

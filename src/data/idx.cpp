@@ -234,10 +234,10 @@ Dataset load_mnist_split(const std::string& dir, const std::string& split) {
   const std::string labels = find(prefix + "-labels-idx1-ubyte");
   d.images = read_idx_images(images);
   d.labels = read_idx_labels(labels);
-  if (d.images.dim(0) != d.labels.dim(0))
+  if (d.images.size(0) != d.labels.size(0))
     throw Error(ErrorCode::incompatible_shapes,
-                "data: " + images + " holds " + std::to_string(d.images.dim(0)) + " images but " +
-                    labels + " holds " + std::to_string(d.labels.dim(0)) + " labels");
+                "data: " + images + " holds " + std::to_string(d.images.size(0)) + " images but " +
+                    labels + " holds " + std::to_string(d.labels.size(0)) + " labels");
   return d;
 }
 
@@ -269,7 +269,7 @@ BatchIterator::BatchIterator(Dataset data, std::int64_t batch_size, bool shuffle
                 "data::BatchIterator: batch size must be positive, got " +
                     std::to_string(batch_size));
   if (!data_.images.defined() || !data_.labels.defined() ||
-      data_.images.dim(0) != data_.labels.dim(0))
+      data_.images.size(0) != data_.labels.size(0))
     throw Error(ErrorCode::incompatible_shapes,
                 "data::BatchIterator: images and labels must have the same first dimension");
   start_epoch(0);

@@ -1,4 +1,4 @@
-// nn's seed generator, uniform initialisations and Parameter slots.
+// nn's uniform initialisations and Parameter slots.
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -11,15 +11,6 @@ namespace kiln::nn {
 
 namespace {
 
-std::atomic<std::uint64_t> seed_state{0x853c49e6748fea9bULL};
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 void check_shape(const char* what, const Shape& shape) {
   for (auto d : shape)
     if (d < 0) throw Error(ErrorCode::illegal_dimension,
@@ -28,13 +19,6 @@ void check_shape(const char* what, const Shape& shape) {
 }
 
 }  // namespace
-
-void manual_seed(std::uint64_t seed) { seed_state.store(splitmix64(seed)); }
-
-std::uint64_t next_seed() {
-  const std::uint64_t s = splitmix64(seed_state.fetch_add(0x9e3779b97f4a7c15ULL));
-  return s == 0 ? 1 : s;  // 0 means "draw one" in this module's functions
-}
 
 Tensor uniform(Shape shape, double low, double high, std::uint64_t seed) {
   check_shape("uniform", shape);

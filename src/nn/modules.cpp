@@ -92,6 +92,11 @@ void Module::summary_lines(const std::string& prefix, std::string& out) const {
     child->summary_lines(prefix.empty() ? "  " + name : prefix + "." + name, out);
 }
 
+void Module::reset_all_parameters() {
+  reset_parameters();
+  for (const auto& [name, child] : children_) child->reset_all_parameters();
+}
+
 std::string Module::summary() const {
   std::string out;
   summary_lines("", out);
@@ -101,29 +106,39 @@ std::string Module::summary() const {
 
 // ---- Linear ---------------------------------------------------------------------------------------
 
+namespace {
+// PyTorch's default for Linear and Conv2d: kaiming_uniform with a = sqrt(5) is
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias has the same bound.
+Tensor default_weight(Shape shape, std::int64_t fan_in) {
+  return kaiming_uniform(std::move(shape), fan_in, std::sqrt(5.0));
+}
+Tensor default_bias(std::int64_t out, std::int64_t fan_in) {
+  const double b = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  return uniform({out}, -b, b);
+}
+}  // namespace
+
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool bias)
     : in_(in_features), out_(out_features) {
   require_positive("Linear", "in_features", in_features);
   require_positive("Linear", "out_features", out_features);
-  // kaiming_uniform with a = sqrt(5) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as in PyTorch.
-  weight_ = register_parameter("weight", kaiming_uniform({in_, out_}, in_, std::sqrt(5.0)));
-  if (bias) {
-    const double b = 1.0 / std::sqrt(static_cast<double>(in_));
-    bias_ = register_parameter("bias", uniform({out_}, -b, b));
-  }
+  weight_ = register_parameter("weight", default_weight({out_, in_}, in_));
+  if (bias) bias_ = register_parameter("bias", default_bias(out_, in_));
+}
+
+void Linear::reset_parameters() {
+  weight_.set(default_weight({out_, in_}, in_));
+  if (bias_.defined()) bias_.set(default_bias(out_, in_));
 }
 
 Tensor Linear::forward(const Tensor& x) {
-  require(x.defined() && x.rank() >= 1 && x.dim(-1) == in_, ErrorCode::incompatible_shapes,
-          "nn::Linear(" + std::to_string(in_) + " -> " + std::to_string(out_) +
-              "): input shape " + (x.defined() ? shape_to_string(x.shape()) : "<empty>") +
-              " does not end in " + std::to_string(in_));
-  Tensor y;
-  if (x.rank() == 1) {
-    y = matmul(x.unsqueeze(0), weight_.value()).squeeze(0);
-  } else {
-    y = matmul(x, weight_.value());
-  }
+  require(x.defined() && x.rank() >= 1 && x.size(-1) == in_, ErrorCode::incompatible_shapes,
+          "nn::Linear(" + std::to_string(in_) + " -> " + std::to_string(out_) + "): input shape " +
+              (x.defined() ? shape_to_string(x.shape()) : "<empty>") + " does not end in " +
+              std::to_string(in_));
+  // The transposed weight is a view: the matmul kernels read it as a column-major operand.
+  const Tensor w = weight_.value().transpose(0, 1);
+  const Tensor y = x.rank() == 1 ? matmul(x.unsqueeze(0), w).squeeze(0) : matmul(x, w);
   return bias_.defined() ? y + bias_.value() : y;
 }
 
@@ -150,12 +165,14 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
   require(padding_ >= 0, ErrorCode::illegal_dimension,
           "nn::Conv2d: padding must be >= 0 or same_padding, got " + std::to_string(padding));
   const std::int64_t fan_in = in_ * kernel_ * kernel_;
-  weight_ = register_parameter(
-      "weight", kaiming_uniform({out_, in_, kernel_, kernel_}, fan_in, std::sqrt(5.0)));
-  if (bias) {
-    const double b = 1.0 / std::sqrt(static_cast<double>(fan_in));
-    bias_ = register_parameter("bias", uniform({out_}, -b, b));
-  }
+  weight_ = register_parameter("weight", default_weight({out_, in_, kernel_, kernel_}, fan_in));
+  if (bias) bias_ = register_parameter("bias", default_bias(out_, fan_in));
+}
+
+void Conv2d::reset_parameters() {
+  const std::int64_t fan_in = in_ * kernel_ * kernel_;
+  weight_.set(default_weight({out_, in_, kernel_, kernel_}, fan_in));
+  if (bias_.defined()) bias_.set(default_bias(out_, fan_in));
 }
 
 Tensor Conv2d::forward(const Tensor& x) {
@@ -199,7 +216,7 @@ Tensor Flatten::forward(const Tensor& x) {
   if (x.rank() == 2) return x;
   // The features' count is given, not inferred: -1 cannot be inferred for a batch of 0.
   const Shape features(x.shape().begin() + 1, x.shape().end());
-  return x.reshape({x.dim(0), detail::shape_numel(features)});
+  return x.reshape({x.size(0), detail::shape_numel(features)});
 }
 
 Dropout::Dropout(double p) : p_(p) {

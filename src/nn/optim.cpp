@@ -27,7 +27,7 @@ Tensor mse(const Tensor& prediction, const Tensor& target) {
 
 Tensor correct_count(const Tensor& logits, const Tensor& labels) {
   if (!logits.defined() || !labels.defined() || logits.rank() != 2 || labels.rank() != 1 ||
-      labels.dim(0) != logits.dim(0))
+      labels.size(0) != logits.size(0))
     throw Error(ErrorCode::incompatible_shapes,
                 "nn::correct_count: needs logits [N, C] and labels [N], got " +
                     (logits.defined() ? shape_to_string(logits.shape()) : "<empty>") + " and " +
@@ -37,7 +37,7 @@ Tensor correct_count(const Tensor& logits, const Tensor& labels) {
 
 Tensor accuracy(const Tensor& logits, const Tensor& labels) {
   return convert(correct_count(logits, labels), DType::f64) /
-         static_cast<double>(std::max<std::int64_t>(1, logits.dim(0)));
+         static_cast<double>(std::max<std::int64_t>(1, logits.size(0)));
 }
 
 // ---- Optimizer ------------------------------------------------------------------------------------

@@ -1,0 +1,16 @@
+// Flint's rules for binary elementwise ops, which the C API keeps (the spec's decision 1 and the
+// Flint document's broadcasting): a scalar has the type its C suffix names, and shapes that do not
+// fit aligned at the right are aligned at the left. The C++ API's own forms make scalars weak and
+// align at the left only operands marked with inverse_broadcast().
+#pragma once
+
+#include "graph/op_registry.hpp"
+#include "kiln/tensor.hpp"
+
+namespace kiln::detail {
+
+Tensor flint_binary(Op op, const Tensor& a, const Tensor& b);
+Tensor flint_binary(Op op, const Tensor& a, Scalar b);
+Tensor flint_binary(Op op, Scalar a, const Tensor& b);
+
+}  // namespace kiln::detail

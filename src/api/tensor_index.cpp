@@ -1,0 +1,138 @@
+// Tensor::operator[] and Tensor::index: libtorch's index vocabulary as slice, squeeze, unsqueeze
+// and index_select nodes.
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "api/builder.hpp"
+#include "kiln/indexing.hpp"
+#include "kiln/ops.hpp"
+#include "kiln/tensor_index.hpp"
+
+namespace kiln {
+
+namespace {
+
+constexpr std::int64_t kFar = std::numeric_limits<std::int64_t>::max();
+
+// Whether an entry consumes a dimension of the indexed tensor.
+bool consumes(const TensorIndex& e) {
+  return !std::holds_alternative<indexing::NoneIndex>(e.value()) &&
+         !std::holds_alternative<indexing::EllipsisIndex>(e.value());
+}
+
+std::string describe(const Shape& shape, std::size_t entries) {
+  return std::to_string(entries) + " indices for " + shape_to_string(shape);
+}
+
+// The single element position i of dimension `axis` of `r`, the dimension removed.
+Tensor pick(const Tensor& r, int axis, std::int64_t i, const Shape& original) {
+  const std::int64_t n = r.shape()[axis];
+  if (i < -n || i >= n)
+    detail::fail(ErrorCode::invalid_select, "index",
+                 "index " + std::to_string(i) + " is out of range for dimension of size " +
+                     std::to_string(n) + " of " + shape_to_string(original));
+  const std::int64_t at = i < 0 ? i + n : i;
+  return squeeze(slice_axis(r, axis, at, at + 1), axis);
+}
+
+Tensor range(const Tensor& r, int axis, const indexing::Slice& s) {
+  const std::int64_t step = s.step();
+  if (step == 0)
+    detail::fail(ErrorCode::invalid_select, "index",
+                 "slice step 0 in dimension " + std::to_string(axis) + " of " +
+                     shape_to_string(r.shape()));
+  // Unset bounds lie beyond either end; slice clamps them as Python does.
+  const std::int64_t start = s.start().given() ? s.start().value() : (step > 0 ? 0 : kFar);
+  const std::int64_t stop =
+      s.stop().given() ? s.stop().value() : (step > 0 ? kFar : std::numeric_limits<std::int64_t>::min());
+  return slice_axis(r, axis, start, stop, step);
+}
+
+// The slices named by an integer index tensor of any shape, its dimensions in place of `axis`.
+Tensor select_by(const Tensor& r, int axis, const Tensor& indices) {
+  detail::node_of(indices, "index");
+  if (!is_integer(indices.dtype()))
+    detail::fail(ErrorCode::wrong_type, "index",
+                 std::string("an index tensor must have an integer type, got ") +
+                     dtype_name(indices.dtype()) + " " + shape_to_string(indices.shape()));
+  const Tensor picked = index_select(r, axis, flatten(indices));
+  Shape shape(r.shape().begin(), r.shape().begin() + axis);
+  shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), r.shape().begin() + axis + 1, r.shape().end());
+  return reshape(picked, shape);
+}
+
+}  // namespace
+
+Tensor Tensor::operator[](std::int64_t i) const {
+  const Tensor& self = *this;
+  detail::node_of(self, "index");
+  if (rank() == 0)
+    detail::fail(ErrorCode::illegal_dimensionality, "index", "a 0-d tensor cannot be indexed");
+  return pick(normal_broadcast(), 0, i, shape());
+}
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
+  return index(std::vector<TensorIndex>(indices));
+}
+
+Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
+  detail::node_of(*this, "index");
+  int consumed = 0, ellipses = 0;
+  for (const TensorIndex& e : indices) {
+    consumed += consumes(e) ? 1 : 0;
+    ellipses += std::holds_alternative<indexing::EllipsisIndex>(e.value()) ? 1 : 0;
+  }
+  if (ellipses > 1)
+    detail::fail(ErrorCode::invalid_select, "index",
+                 "more than one Ellipsis in " + describe(shape(), indices.size()));
+  if (consumed > rank())
+    detail::fail(ErrorCode::invalid_select, "index",
+                 "too many indices: " + describe(shape(), indices.size()));
+  Tensor r = normal_broadcast();
+  int axis = 0;  // the dimension of r the next entry applies to
+  for (const TensorIndex& e : indices) {
+    std::visit(
+        [&]<class T>(const T& v) {
+          if constexpr (std::is_same_v<T, std::int64_t>) {
+            r = pick(r, axis, v, shape());
+          } else if constexpr (std::is_same_v<T, indexing::Slice>) {
+            r = range(r, axis, v);
+            ++axis;
+          } else if constexpr (std::is_same_v<T, indexing::NoneIndex>) {
+            r = kiln::unsqueeze(r, axis);
+            ++axis;
+          } else if constexpr (std::is_same_v<T, indexing::EllipsisIndex>) {
+            axis += rank() - consumed;
+          } else {
+            r = select_by(r, axis, v);
+            axis += v.rank();
+          }
+        },
+        e.value());
+  }
+  return r;
+}
+
+Tensor Tensor::clone() const {
+  detail::node_of(*this, "clone");
+  return kiln::contiguous(*this);
+}
+
+Tensor Tensor::flatten(int start_dim, int end_dim) const {
+  return kiln::flatten(*this, start_dim, end_dim);
+}
+Tensor Tensor::t() const { return kiln::t(*this); }
+Tensor Tensor::expand(Shape shape) const { return kiln::expand(*this, std::move(shape)); }
+
+Tensor& operator+=(Tensor& a, const Tensor& b) { return a = a + b; }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return a = a - b; }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return a = a * b; }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return a = a / b; }
+Tensor& operator+=(Tensor& a, Scalar b) { return a = a + b; }
+Tensor& operator-=(Tensor& a, Scalar b) { return a = a - b; }
+Tensor& operator*=(Tensor& a, Scalar b) { return a = a * b; }
+Tensor& operator/=(Tensor& a, Scalar b) { return a = a / b; }
+
+}  // namespace kiln
