@@ -119,6 +119,16 @@ Gen with_zeros() {
   };
 }
 
+// Signed magnitudes in [0.1, 0.9] or [1.1, 1.5]: away from the kinks of clamp(x, -1, 1).
+Gen away_from_one() {
+  return [](Rng& rng, std::size_t which, std::int64_t n) {
+    F64 v = magnitudes(0.1, 1.3, true)(rng, which, n);
+    for (double& x : v)
+      if (std::abs(x) > 0.9) x += x > 0 ? 0.2 : -0.2;
+    return v;
+  };
+}
+
 // ---- helpers for building rows ----------------------------------------------------------------
 
 Tensor i64(const I64& v, Shape s) { return Tensor::from(v, std::move(s)); }
@@ -532,6 +542,81 @@ std::vector<Row> build_table() {
        false});
   add({"random_constant_factor",
        [](const Inputs& x) { return x[0] * kiln::random_normal({2, 3}, 5); }, {{2, 3}}});
+
+  // ---- composite ops (composite_ops.hpp): gradients of the primitives they are built from -----
+  add({"stack", [](const Inputs& x) { return kiln::stack({x[0], x[1]}, 1); }, {{2, 3}, {2, 3}}});
+  add({"stack_negative_dim",
+       [](const Inputs& x) { return kiln::stack({x[0], x[1], x[0]}, -1); }, {{2, 3}, {2, 3}}});
+  add({"split",
+       [](const Inputs& x) {
+         const auto p = kiln::split(x[0], 2, 1);  // sizes 2, 2, 1
+         return p[0] * p[1] + p[2];
+       },
+       {{2, 5}}});
+  add({"split_sizes",
+       [](const Inputs& x) {
+         const auto p = kiln::split(x[0], std::vector<std::int64_t>{1, 3}, -2);
+         return kiln::concat({p[1], p[0]}, 0);
+       },
+       {{4, 3}}});
+  add({"chunk",
+       [](const Inputs& x) {
+         const auto c = kiln::chunk(x[0], 3, -1);
+         return c[0] * c[2] - c[1];
+       },
+       {{2, 6}}});
+  add({"unbind",
+       [](const Inputs& x) {
+         const auto u = kiln::unbind(x[0], 1);
+         return u[0] * u[2] + u[1];
+       },
+       {{2, 3, 2}}});
+  add({"tril", [](const Inputs& x) { return kiln::tril(x[0]); }, {{3, 4}}});
+  add({"tril_batched_above", [](const Inputs& x) { return kiln::tril(x[0], 1); }, {{2, 3, 4}}});
+  add({"triu", [](const Inputs& x) { return kiln::triu(x[0]); }, {{4, 3}}});
+  add({"triu_batched_below", [](const Inputs& x) { return kiln::triu(x[0], -1); }, {{2, 3, 3}}});
+  add({"roll", [](const Inputs& x) { return kiln::roll(x[0], {1, -2}, {0, 1}); }, {{3, 4}}});
+  add({"roll_flattened", [](const Inputs& x) { return kiln::roll(x[0], {4}); }, {{2, 3}}});
+  add({"flip", [](const Inputs& x) { return kiln::flip(x[0], {0, -1}); }, {{2, 3, 2}}});
+  add({"diag_vector", [](const Inputs& x) { return kiln::diag(x[0]); }, {{3}}});
+  add({"diag_vector_above", [](const Inputs& x) { return kiln::diag(x[0], 1); }, {{3}}});
+  add({"diag_vector_below", [](const Inputs& x) { return kiln::diag(x[0], -2); }, {{2}}});
+  add({"diag_matrix", [](const Inputs& x) { return kiln::diag(x[0]); }, {{3, 4}}});
+  add({"diag_matrix_above", [](const Inputs& x) { return kiln::diag(x[0], 2); }, {{3, 4}}});
+  add({"diag_matrix_below", [](const Inputs& x) { return kiln::diag(x[0], -1); }, {{4, 3}}});
+  add({"outer", [](const Inputs& x) { return kiln::outer(x[0], x[1]); }, {{3}, {4}}});
+  add({"masked_fill",
+       [](const Inputs& x) { return kiln::masked_fill(x[0], i32({1, 0, 1}, {3}), 0.5); },
+       {{2, 3}}});
+  add({"clamp", [](const Inputs& x) { return kiln::clamp(x[0], -1.0, 1.0); }, {{3, 4}},
+       away_from_one()});
+  add({"clamp_min", [](const Inputs& x) { return kiln::clamp(x[0], 1.0); }, {{3, 4}},
+       away_from_one()});
+  add({"clamp_max", [](const Inputs& x) { return kiln::clamp(x[0], std::nullopt, -1.0); },
+       {{3, 4}}, away_from_one()});
+  add({"clamp_tensors", [](const Inputs& x) { return kiln::clamp(x[0], x[1], x[2]); },
+       {{2, 3}, {3}, {2, 1}}, distinct()});
+  add({"clip", [](const Inputs& x) { return kiln::clip(x[0], -1.0, 1.0); }, {{2, 3}},
+       away_from_one()});
+  add({"nan_to_num", [](const Inputs& x) { return kiln::nan_to_num(x[0]); }, {{2, 3}}});
+  add({"var", [](const Inputs& x) { return kiln::var(x[0]); }, {{3, 4}}});
+  add({"var_dims_keepdim", [](const Inputs& x) { return kiln::var(x[0], {0, 2}, 0, true); },
+       {{2, 3, 4}}});
+  add({"std", [](const Inputs& x) { return kiln::std(x[0], {-1}); }, {{3, 4}}});
+  add({"std_correction2", [](const Inputs& x) { return kiln::std(x[0], {0, 1}, 2); },
+       {{2, 3, 2}}});
+  add({"norm", [](const Inputs& x) { return kiln::norm(x[0]); }, {{3, 4}}});
+  add({"norm_1", [](const Inputs& x) { return kiln::norm(x[0], 1, {1}); }, {{3, 4}}});
+  add({"norm_inf", [](const Inputs& x) { return kiln::norm(x[0], INFINITY, {0}); }, {{3, 4}},
+       distinct()});
+  add({"norm_3_keepdim", [](const Inputs& x) { return kiln::norm(x[0], 3, {0}, true); },
+       {{3, 4}}});
+  add({"norm_fro", [](const Inputs& x) { return kiln::norm(x[0], "fro", {0, 1}); },
+       {{2, 3, 2}}});
+  add({"logsumexp_dims", [](const Inputs& x) { return kiln::logsumexp(x[0], {0, 2}); },
+       {{2, 3, 4}}});
+  add({"logsumexp_dims_keepdim",
+       [](const Inputs& x) { return kiln::logsumexp(x[0], {-1, -2}, true); }, {{2, 3, 4}}});
 
   return t;
 }
