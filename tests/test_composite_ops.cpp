@@ -576,3 +576,185 @@ TEST(CompositeCreation, Bernoulli) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- einsum ----------------------------------------------------------------------------------------
+
+TEST(CompositeEinsum, MatrixProducts) {
+  const Tensor a = f64(iota(6), {2, 3}), b = f64(iota(12), {3, 4});
+  const Vd ab = vals(kiln::matmul(a, b));  // [[20,23,26,29],[56,68,80,92]]
+  EXPECT_EQ(ab, (Vd{20, 23, 26, 29, 56, 68, 80, 92}));
+  EXPECT_EQ(vals(kiln::einsum("ij,jk->ik", {a, b})), ab);
+  EXPECT_EQ(vals(kiln::einsum("ij,jk", {a, b})), ab);  // implicit output "ik"
+  EXPECT_EQ(vals(kiln::einsum(" i j , j k -> i k ", {a, b})), ab);
+  // (AB)^T written as an output order.
+  const Tensor t = kiln::einsum("ij,jk->ki", {a, b});
+  EXPECT_EQ(t.shape(), (Shape{4, 2}));
+  EXPECT_EQ(vals(t), (Vd{20, 56, 23, 68, 26, 80, 29, 92}));
+  // The implicit output is in alphabetical order: "kj,ji" gives "ik", i.e. (A B)^T.
+  const Tensor imp = kiln::einsum("kj,ji", {a, b});
+  EXPECT_EQ(imp.shape(), (Shape{4, 2}));
+  EXPECT_EQ(vals(imp), (Vd{20, 56, 23, 68, 26, 80, 29, 92}));
+}
+
+TEST(CompositeEinsum, BatchOuterDotAndSums) {
+  const Tensor a = f64(iota(12), {2, 2, 3}), b = f64(iota(12, 1), {2, 3, 2});
+  EXPECT_EQ(vals(kiln::einsum("bij,bjk->bik", {a, b})), vals(kiln::matmul(a, b)));
+  // Batch index kept, contraction and a free index summed: "bij,bjk->b".
+  EXPECT_DOUBLE_EQ(kiln::einsum("bij,bjk->b", {a, b}).at<double>({1}),
+                   kiln::sum(kiln::matmul(a, b), {1, 2}).at<double>({1}));
+  const Tensor u = f64({1, 2, 3}, {3}), v = f64({4, 5}, {2});
+  EXPECT_EQ(vals(kiln::einsum("i,j->ij", {u, v})), (Vd{4, 5, 8, 10, 12, 15}));
+  EXPECT_EQ(kiln::einsum("i,i->", {u, u}).item<double>(), 14.0);
+  EXPECT_EQ(kiln::einsum("i,i", {u, u}).shape(), (Shape{}));
+  EXPECT_EQ(vals(kiln::einsum("i,i->i", {u, u})), (Vd{1, 4, 9}));
+  // An index of one operand missing elsewhere and from the output is summed first.
+  EXPECT_EQ(vals(kiln::einsum("ij,k->k", {f64(iota(6), {2, 3}), v})), (Vd{60, 75}));
+  EXPECT_EQ(kiln::einsum("ij,jk->ik", {kiln::convert(f64(iota(6), {2, 3}), DType::i64),
+                                      kiln::convert(f64(iota(12), {3, 4}), DType::i64)})
+                .dtype(),
+            DType::i64);
+}
+
+TEST(CompositeEinsum, OneOperand) {
+  const Tensor m = f64(iota(9), {3, 3});
+  EXPECT_EQ(vals(kiln::einsum("ii->i", {m})), (Vd{0, 4, 8}));
+  EXPECT_EQ(kiln::einsum("ii", {m}).item<double>(), 12.0);  // trace
+  EXPECT_EQ(kiln::einsum("ii->", {m}).item<double>(), 12.0);
+  EXPECT_EQ(vals(kiln::einsum("ij->ji", {m})), (Vd{0, 3, 6, 1, 4, 7, 2, 5, 8}));
+  EXPECT_EQ(vals(kiln::einsum("ji", {m})), (Vd{0, 3, 6, 1, 4, 7, 2, 5, 8}));  // implicit "ij"
+  EXPECT_EQ(vals(kiln::einsum("ij->j", {m})), (Vd{9, 12, 15}));
+  EXPECT_EQ(kiln::einsum("ij->", {m}).item<double>(), 36.0);
+  EXPECT_EQ(vals(kiln::einsum("ij", {m})), iota(9));
+  // A batch of diagonals, and infinities off the diagonal do not turn into NaN.
+  const Tensor batch = f64({1, kInf, -kInf, 2, 3, 0, 0, 4}, {2, 2, 2});
+  EXPECT_EQ(vals(kiln::einsum("bii->bi", {batch})), (Vd{1, 2, 3, 4}));
+  EXPECT_EQ(vals(kiln::einsum("iji->j", {f64(iota(8), {2, 2, 2})})), (Vd{0 + 5, 2 + 7}));
+  EXPECT_EQ(kiln::einsum("->", {kiln::scalar(2.5)}).item<double>(), 2.5);
+  // With two operands, a repeated index in one of them: trace(A) * sum(v).
+  EXPECT_EQ(kiln::einsum("ii,j->", {m, f64({1, 2}, {2})}).item<double>(), 36.0);
+}
+
+TEST(CompositeEinsum, Errors) {
+  const Tensor a = f64(iota(6), {2, 3}), b = f64(iota(12), {3, 4});
+  EXPECT_EQ(code_of([&] { kiln::einsum("ij,jk->ik", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("ij->ik", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("ij->ii", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("ijk->i", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("i1->i", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("ij->i->j", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("...j->j", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("ij,jk->ik", {a, a}); }), ErrorCode::incompatible_shapes);
+  EXPECT_EQ(code_of([&] { kiln::einsum("ii->i", {a}); }), ErrorCode::incompatible_shapes);
+  EXPECT_EQ(code_of([&] { kiln::einsum("i,i,i", {a, a, a}); }), ErrorCode::illegal_dimensionality);
+  EXPECT_EQ(code_of([&] { kiln::einsum("", {}); }), ErrorCode::illegal_dimensionality);
+  EXPECT_EQ(code_of([&] { kiln::einsum("ij,jk", {a, Tensor()}); }), ErrorCode::invalid_select);
+  (void)b;
+}
+
+// ---- interpolate -------------------------------------------------------------------------------------
+
+TEST(CompositeInterpolate, Nearest) {
+  const Tensor x = f64(iota(6), {1, 1, 2, 3});  // [[0,1,2],[3,4,5]]
+  const Tensor up = kiln::interpolate(x, {4, 6}, kiln::InterpolateMode::nearest);
+  EXPECT_EQ(up.shape(), (Shape{1, 1, 4, 6}));
+  EXPECT_EQ(vals(up), (Vd{0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2,  //
+                          3, 3, 4, 4, 5, 5, 3, 3, 4, 4, 5, 5}));
+  // Down to [1, 2]: rows floor(0 * 2) = 0; columns floor(j * 1.5) = 0, 1.
+  EXPECT_EQ(vals(kiln::interpolate(x, {1, 2}, kiln::InterpolateMode::nearest)), (Vd{0, 1}));
+  // 3 -> 5 columns: floor(j * 0.6) = 0, 0, 1, 1, 2.
+  EXPECT_EQ(vals(kiln::interpolate(x, {1, 5}, kiln::InterpolateMode::nearest)),
+            (Vd{0, 0, 1, 1, 2}));
+  const Tensor xi = kiln::interpolate(kiln::convert(x, DType::i32), {2, 2},
+                                      kiln::InterpolateMode::nearest);
+  EXPECT_EQ(xi.dtype(), DType::i32);
+  EXPECT_EQ(ints(xi), (Vi{0, 1, 3, 4}));
+}
+
+TEST(CompositeInterpolate, Bilinear) {
+  const Tensor x = f64({0, 1, 2, 3}, {1, 1, 2, 2});
+  // 2 -> 4 without align_corners: source (i + 0.5) / 2 - 0.5 = -0.25 (0), 0.25, 0.75, 1.25
+  // (the upper index clamps at 1): weights along each axis 0, 0.25, 0.75, 1.
+  const Vd w = {0, 0.25, 0.75, 1};
+  Vd want;
+  for (double r : w)
+    for (double c : w) want.push_back(2 * r + c);
+  const Tensor up = kiln::interpolate(x, {4, 4}, kiln::InterpolateMode::bilinear);
+  EXPECT_TRUE(same(vals(up), want));
+  // align_corners: source i * (2 - 1) / (3 - 1) = 0, 0.5, 1.
+  const Tensor ac = kiln::interpolate(x, {3, 3}, kiln::InterpolateMode::bilinear, true);
+  EXPECT_TRUE(same(vals(ac), {0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3}));
+  // Down to one pixel: align_corners takes the corner, otherwise the centre.
+  EXPECT_TRUE(
+      same(vals(kiln::interpolate(x, {1, 1}, kiln::InterpolateMode::bilinear, true)), {0}));
+  EXPECT_TRUE(same(vals(kiln::interpolate(x, {1, 1}, kiln::InterpolateMode::bilinear)), {1.5}));
+  // f32 stays f32; batch and channels are independent.
+  const Tensor xf = kiln::convert(f64(iota(8), {2, 1, 2, 2}), DType::f32);
+  const Tensor yf = kiln::interpolate(xf, {1, 1}, kiln::InterpolateMode::bilinear);
+  EXPECT_EQ(yf.dtype(), DType::f32);
+  EXPECT_EQ(yf.shape(), (Shape{2, 1, 1, 1}));
+  EXPECT_TRUE(same(vals(yf), {1.5, 5.5}, 1e-6));
+  EXPECT_TRUE(same(vals(kiln::interpolate(x, {2, 2}, kiln::InterpolateMode::bilinear)),
+                   {0, 1, 2, 3}));
+}
+
+TEST(CompositeInterpolate, Errors) {
+  const Tensor x = f64(iota(4), {1, 1, 2, 2});
+  using M = kiln::InterpolateMode;
+  EXPECT_EQ(code_of([] { kiln::interpolate(kiln::zeros({2, 2}), {2, 2}, M::nearest); }),
+            ErrorCode::illegal_dimensionality);
+  EXPECT_EQ(code_of([&] { kiln::interpolate(x, {2}, M::nearest); }),
+            ErrorCode::illegal_dimensionality);
+  EXPECT_EQ(code_of([&] { kiln::interpolate(x, {0, 2}, M::bilinear); }),
+            ErrorCode::illegal_dimension);
+  EXPECT_EQ(code_of([&] { kiln::interpolate(x, {3, 3}, M::nearest, true); }),
+            ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::interpolate(kiln::convert(x, DType::i32), {3, 3}, M::bilinear); }),
+            ErrorCode::wrong_type);
+  EXPECT_EQ(code_of([] { kiln::interpolate(kiln::zeros({1, 1, 0, 2}), {2, 2}, M::nearest); }),
+            ErrorCode::incompatible_shapes);
+}
+
+// ---- nonzero / masked_select -------------------------------------------------------------------
+
+TEST(CompositeDataDependent, Nonzero) {
+  const Tensor x = f64({0, 1.5, 0, kNaN, -2, 0}, {2, 3});
+  const Tensor nz = kiln::nonzero(x);
+  EXPECT_EQ(nz.dtype(), DType::i64);
+  EXPECT_EQ(nz.shape(), (Shape{3, 2}));
+  EXPECT_EQ(ints(nz), (Vi{0, 1, 1, 0, 1, 1}));
+  EXPECT_EQ(kiln::nonzero(kiln::zeros({2, 2})).shape(), (Shape{0, 2}));
+  EXPECT_EQ(kiln::nonzero(kiln::scalar(3)).shape(), (Shape{1, 0}));
+  EXPECT_EQ(kiln::nonzero(kiln::scalar(0)).shape(), (Shape{0, 0}));
+  // A lazy input is evaluated; integers too large for a double stay non-zero.
+  const Tensor big = i64({0, std::numeric_limits<std::int64_t>::min()}, {2}) + kiln::Scalar(0LL);
+  EXPECT_EQ(ints(kiln::nonzero(big)), (Vi{1}));
+  EXPECT_EQ(ints(kiln::nonzero(f64(iota(3), {3}) - 1.0)), (Vi{0, 2}));
+  EXPECT_EQ(code_of([] { kiln::nonzero(Tensor()); }), ErrorCode::invalid_select);
+}
+
+TEST(CompositeDataDependent, MaskedSelect) {
+  const Tensor x = f64(iota(6), {2, 3});
+  EXPECT_EQ(vals(kiln::masked_select(x, i32({1, 0, 0, 0, 1, 1}, {2, 3}))), (Vd{0, 4, 5}));
+  // The mask broadcasts ([3] over rows), and so may x ([2,1] against a [2,3] mask).
+  EXPECT_EQ(vals(kiln::masked_select(x, i32({0, 1, 1}, {3}))), (Vd{1, 2, 4, 5}));
+  EXPECT_EQ(vals(kiln::masked_select(f64({7, 8}, {2, 1}), i32({1, 0, 1, 0, 1, 0}, {2, 3}))),
+            (Vd{7, 7, 8}));
+  EXPECT_EQ(kiln::masked_select(x, kiln::zeros({2, 3})).shape(), (Shape{0}));
+  EXPECT_EQ(kiln::masked_select(kiln::convert(x, DType::i32), kiln::scalar(1)).dtype(),
+            DType::i32);
+  EXPECT_EQ(code_of([&] { kiln::masked_select(x, i32({1, 0}, {2})); }),
+            ErrorCode::incompatible_shapes);
+}
+
+TEST(CompositeDataDependent, MaskedSelectGradientReachesX) {
+  const Tensor x = f64(iota(6), {2, 3});
+  x.watch();
+  kiln::GradientContext context;
+  const Tensor picked = kiln::masked_select(x * x, i32({0, 1, 1}, {3}));
+  const Tensor g = kiln::gradient(kiln::sum(picked), x);
+  EXPECT_EQ(vals(g), (Vd{0, 2, 4, 0, 8, 10}));
+}
+
+}  // namespace

@@ -618,6 +618,42 @@ std::vector<Row> build_table() {
   add({"logsumexp_dims_keepdim",
        [](const Inputs& x) { return kiln::logsumexp(x[0], {-1, -2}, true); }, {{2, 3, 4}}});
 
+  auto einsum_row = [&add](const char* name, const char* eq, std::vector<Shape> shapes) {
+    const std::string e = eq;
+    add({name, [e](const Inputs& x) { return kiln::einsum(e, x); }, std::move(shapes)});
+  };
+  einsum_row("einsum_matmul", "ij,jk->ik", {{2, 3}, {3, 4}});
+  einsum_row("einsum_batch_transposed_out", "bij,bjk->bki", {{2, 2, 3}, {2, 3, 4}});
+  einsum_row("einsum_implicit", "kj,ji", {{2, 3}, {3, 4}});
+  einsum_row("einsum_outer", "i,j->ji", {{3}, {4}});
+  einsum_row("einsum_summed_free_indices", "ij,jk->j", {{2, 3}, {3, 4}});
+  einsum_row("einsum_trace", "ii", {{3, 3}});
+  einsum_row("einsum_batch_diagonal", "bii->ib", {{2, 3, 3}});
+  einsum_row("einsum_diagonal_with_other", "ii,ij->ij", {{3, 3}, {3, 2}});
+  auto interpolate_row = [&add](const char* name, Shape size, kiln::InterpolateMode mode,
+                                bool corners, Shape in) {
+    add({name, [=](const Inputs& x) { return kiln::interpolate(x[0], size, mode, corners); },
+         {in}});
+  };
+  interpolate_row("interpolate_nearest", {3, 5}, kiln::InterpolateMode::nearest, false,
+                  {1, 2, 2, 3});
+  interpolate_row("interpolate_nearest_down", {1, 2}, kiln::InterpolateMode::nearest, false,
+                  {2, 1, 3, 5});
+  interpolate_row("interpolate_bilinear", {5, 4}, kiln::InterpolateMode::bilinear, false,
+                  {1, 2, 3, 3});
+  interpolate_row("interpolate_bilinear_align_corners", {4, 5}, kiln::InterpolateMode::bilinear,
+                  true, {2, 1, 3, 2});
+  interpolate_row("interpolate_bilinear_down", {2, 3}, kiln::InterpolateMode::bilinear, false,
+                  {1, 1, 4, 5});
+  add({"masked_select",
+       [](const Inputs& x) { return kiln::masked_select(x[0], i32({0, 1, 1}, {3})); },
+       {{2, 3}}});
+  add({"masked_select_broadcast_x",
+       [](const Inputs& x) {
+         return kiln::masked_select(x[0], i32({1, 0, 1, 1, 1, 0}, {2, 3})) * x[1];
+       },
+       {{2, 1}, {4}}});
+
   return t;
 }
 

@@ -2,7 +2,7 @@
 // ops (views, elementwise, reductions, matmul, gather): they add no op of their own, so their
 // gradients are the primitives' gradients and the executors fuse through them as through any
 // other chain of primitives. Like every op, they only build graph nodes and check shapes, types
-// and arguments when called (kiln::Error).
+// and arguments when called (kiln::Error), except nonzero and masked_select (see there).
 //
 // Axes may be negative. Where two or more tensor operands meet they broadcast normally (aligned
 // at the right) only. Scalar arguments take the type of the tensor they apply to.
@@ -109,5 +109,31 @@ Tensor bernoulli(const Tensor& p, std::uint64_t seed);
 // 1 with probability p (in [0, 1]), else 0, as f32 of `shape`.
 Tensor bernoulli(Shape shape, double p);
 Tensor bernoulli(Shape shape, double p, std::uint64_t seed);
+
+// ---- einsum --------------------------------------------------------------------------------------
+// Einstein summation over one or two operands: "ij,jk->ik", "bij,bjk->bik", "ii->i", "ii",
+// "ij->" and the implicit form without "->" (the output holds the indices that appear once, in
+// alphabetical order). An index repeated within one operand takes its diagonal; indices missing
+// from the output are summed. Indices are letters; "..." is not supported. A malformed equation is
+// an invalid_select error, an index with two different sizes an incompatible_shapes error.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+
+// ---- resampling ----------------------------------------------------------------------------------
+enum class InterpolateMode { nearest, bilinear };
+// Resizes the last two dimensions of x [N, C, H, W] to size {H', W'} with libtorch's index
+// conventions. nearest: source index floor(i * H / H'). bilinear (float tensors only): source
+// position (i + 0.5) * H / H' - 0.5 clamped at 0, or i * (H - 1) / (H' - 1) with align_corners
+// (which nearest does not take). Differentiable with respect to x.
+Tensor interpolate(const Tensor& x, Shape size, InterpolateMode mode, bool align_corners = false);
+
+// ---- data-dependent shapes -----------------------------------------------------------------------
+// The size of these results depends on the values, so unlike every other op they EVALUATE their
+// input when called (a graph below it is computed then). The result is built from the evaluated
+// positions.
+// i64 [n, rank] (a leaf): the index of every non-zero element (NaN included), in row-major order.
+Tensor nonzero(const Tensor& x);
+// 1-D: the elements of x where mask (broadcast with x) is non-zero, in row-major order. Only the
+// mask is evaluated; the result gathers from x, so a gradient reaches x.
+Tensor masked_select(const Tensor& x, const Tensor& mask);
 
 }  // namespace kiln

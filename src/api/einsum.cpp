@@ -1,0 +1,193 @@
+// einsum for one or two operands, lowered to primitive ops: an index repeated within an operand
+// becomes a diagonal (a masked sum), indices no one else needs are summed away, and two operands
+// meet in one batched matmul: [batch, left, contracted] x [batch, contracted, right].
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <map>
+
+#include "api/builder.hpp"
+#include "api/composite_support.hpp"
+#include "kiln/composite_ops.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln {
+
+namespace {
+
+constexpr std::string_view kOp = "einsum";
+
+[[noreturn]] void malformed(const std::string& equation, const std::string& why) {
+  detail::fail(ErrorCode::invalid_select, kOp, "equation \"" + equation + "\": " + why);
+}
+
+// An operand together with the index letter of each of its dimensions.
+struct Labelled {
+  Tensor t;
+  std::string letters;
+};
+
+// `t` (labelled `from`) with its dimensions reordered to `to` (the same letters).
+Tensor reorder(const Tensor& t, const std::string& from, const std::string& to) {
+  if (from == to) return t;
+  std::vector<int> perm;
+  for (char c : to) perm.push_back(static_cast<int>(from.find(c)));
+  return permute(t, perm);
+}
+
+// Replaces each letter that appears twice in one operand by its diagonal, until all are distinct.
+Labelled take_diagonals(Labelled x) {
+  for (;;) {
+    std::size_t first = std::string::npos, second = std::string::npos;
+    for (std::size_t i = 0; i < x.letters.size() && second == std::string::npos; ++i) {
+      const std::size_t j = x.letters.find(x.letters[i], i + 1);
+      if (j != std::string::npos) first = i, second = j;
+    }
+    if (second == std::string::npos) return x;
+    const char c = x.letters[first];
+    std::string rest;
+    std::vector<int> perm;
+    for (std::size_t i = 0; i < x.letters.size(); ++i)
+      if (i != first && i != second) {
+        rest += x.letters[i];
+        perm.push_back(static_cast<int>(i));
+      }
+    perm.push_back(static_cast<int>(first));
+    perm.push_back(static_cast<int>(second));
+    // The pair moved to the end, everything off its diagonal set to 0 and summed away. A select
+    // rather than a product with the identity, so that an infinity off the diagonal is no NaN.
+    const Tensor moved = permute(x.t, perm);
+    const std::int64_t n = moved.shape().back();
+    const Tensor on_diagonal = detail::broadcast_as(
+        equal(arange({n, n}, 0), arange({n, n}, 1)), moved.shape());
+    x.t = sum(where(on_diagonal, moved, zeros({}, moved.dtype())), {-1});
+    x.letters = rest + c;
+  }
+}
+
+// Sums away the letters of `x` that `keep` does not hold.
+Labelled sum_unneeded(Labelled x, const std::string& keep) {
+  std::vector<int> axes;
+  std::string rest;
+  for (std::size_t i = 0; i < x.letters.size(); ++i) {
+    if (keep.find(x.letters[i]) == std::string::npos) axes.push_back(static_cast<int>(i));
+    else rest += x.letters[i];
+  }
+  if (axes.empty()) return x;
+  return {sum(x.t, axes), rest};
+}
+
+std::int64_t product(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+}  // namespace
+
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
+  for (const Tensor& t : operands) detail::node_of(t, kOp);
+  if (operands.empty() || operands.size() > 2)
+    detail::fail(ErrorCode::illegal_dimensionality, kOp,
+                 "supports one or two operands, got " + std::to_string(operands.size()));
+
+  // ---- parse ------------------------------------------------------------------------------------
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ') eq += c;
+  const std::size_t arrow = eq.find("->");
+  const bool explicit_output = arrow != std::string::npos;
+  const std::string lhs = explicit_output ? eq.substr(0, arrow) : eq;
+  const std::string rhs = explicit_output ? eq.substr(arrow + 2) : "";
+  if (eq.find('.') != std::string::npos)
+    malformed(equation, "\"...\" is not supported");
+  std::vector<std::string> terms(1);
+  for (char c : lhs) {
+    if (c == ',') {
+      terms.emplace_back();
+    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+      terms.back() += c;
+    } else {
+      malformed(equation, std::string("unexpected character '") + c + "'");
+    }
+  }
+  for (char c : rhs)
+    if (!std::isalpha(static_cast<unsigned char>(c)))
+      malformed(equation, std::string("unexpected character '") + c + "' in the output");
+  if (terms.size() != operands.size())
+    malformed(equation, std::to_string(terms.size()) + " operand terms for " +
+                            std::to_string(operands.size()) + " operands");
+
+  // Sizes of each letter, the same wherever it appears.
+  std::map<char, std::int64_t> size;
+  std::map<char, int> count;
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    const Shape& s = operands[k].shape();
+    if (terms[k].size() != s.size())
+      malformed(equation, "term \"" + terms[k] + "\" has " + std::to_string(terms[k].size()) +
+                              " indices for operand " + std::to_string(k) + " of shape " +
+                              shape_to_string(s));
+    for (std::size_t d = 0; d < s.size(); ++d) {
+      const char c = terms[k][d];
+      ++count[c];
+      const auto [it, added] = size.emplace(c, s[d]);
+      if (!added && it->second != s[d])
+        detail::fail(ErrorCode::incompatible_shapes, kOp,
+                     "equation \"" + equation + "\": index '" + std::string(1, c) +
+                         "' has sizes " + std::to_string(it->second) + " and " +
+                         std::to_string(s[d]));
+    }
+  }
+  std::string out;
+  if (explicit_output) {
+    for (char c : rhs) {
+      if (size.find(c) == size.end())
+        malformed(equation, std::string("output index '") + c + "' is in no operand");
+      if (out.find(c) != std::string::npos)
+        malformed(equation, std::string("output index '") + c + "' appears twice");
+      out += c;
+    }
+  } else {
+    // Implicit: the indices that appear exactly once, in alphabetical (ASCII) order.
+    for (const auto& [c, n] : count)
+      if (n == 1) out += c;
+  }
+
+  // ---- one operand ------------------------------------------------------------------------------
+  if (operands.size() == 1) {
+    Labelled x = sum_unneeded(take_diagonals({operands[0], terms[0]}), out);
+    return reorder(x.t, x.letters, out);
+  }
+
+  // ---- two operands -----------------------------------------------------------------------------
+  Labelled a = take_diagonals({operands[0], terms[0]});
+  Labelled b = take_diagonals({operands[1], terms[1]});
+  a = sum_unneeded(a, out + b.letters);
+  b = sum_unneeded(b, out + a.letters);
+  std::string batch, left, contracted, right;
+  for (char c : a.letters) {
+    const bool in_b = b.letters.find(c) != std::string::npos;
+    const bool in_out = out.find(c) != std::string::npos;
+    (in_b ? (in_out ? batch : contracted) : left) += c;
+  }
+  for (char c : b.letters)
+    if (a.letters.find(c) == std::string::npos) right += c;
+  auto sizes_of = [&](const std::string& letters) {
+    Shape s;
+    for (char c : letters) s.push_back(size.at(c));
+    return s;
+  };
+  const Shape sb = sizes_of(batch), sl = sizes_of(left), sc = sizes_of(contracted),
+              sr = sizes_of(right);
+  const Tensor am = reshape(reorder(a.t, a.letters, batch + left + contracted),
+                            {product(sb), product(sl), product(sc)});
+  const Tensor bm = reshape(reorder(b.t, b.letters, batch + contracted + right),
+                            {product(sb), product(sc), product(sr)});
+  Shape result_shape = sb;
+  result_shape.insert(result_shape.end(), sl.begin(), sl.end());
+  result_shape.insert(result_shape.end(), sr.begin(), sr.end());
+  const Tensor r = reshape(matmul(am, bm), result_shape);
+  return reorder(r, batch + left + right, out);
+}
+
+}  // namespace kiln
