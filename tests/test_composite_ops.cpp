@@ -147,6 +147,9 @@ TEST(CompositeShape, Chunk) {
   ASSERT_EQ(empty.size(), 3u);
   EXPECT_EQ(empty[0].shape(), (Shape{0}));
   EXPECT_EQ(code_of([] { kiln::chunk(m34(), 0); }), ErrorCode::invalid_select);
+  // More empty pieces than memory can list.
+  EXPECT_EQ(code_of([] { kiln::chunk(kiln::zeros({0}), std::int64_t{1} << 62); }),
+            ErrorCode::out_of_memory);
   EXPECT_EQ(code_of([] { kiln::chunk(kiln::scalar(1.0), 2); }),
             ErrorCode::illegal_dimensionality);
 }
@@ -611,6 +614,14 @@ TEST(CompositeEinsum, BatchOuterDotAndSums) {
   EXPECT_EQ(vals(kiln::einsum("i,i->i", {u, u})), (Vd{1, 4, 9}));
   // An index of one operand missing elsewhere and from the output is summed first.
   EXPECT_EQ(vals(kiln::einsum("ij,k->k", {f64(iota(6), {2, 3}), v})), (Vd{60, 75}));
+  // Empty dimensions: an empty contraction gives zeros, an empty free index an empty result.
+  const Tensor e = kiln::einsum("ij,jk->ik", {kiln::zeros({2, 0}, DType::f64),
+                                             kiln::zeros({0, 3}, DType::f64)});
+  EXPECT_EQ(e.shape(), (Shape{2, 3}));
+  EXPECT_EQ(vals(e), Vd(6, 0.0));
+  EXPECT_EQ(kiln::einsum("ij,jk->ik", {kiln::zeros({0, 2}), kiln::zeros({2, 3})}).shape(),
+            (Shape{0, 3}));
+  EXPECT_EQ(kiln::einsum("ii->i", {kiln::zeros({0, 0})}).shape(), (Shape{0}));
   EXPECT_EQ(kiln::einsum("ij,jk->ik", {kiln::convert(f64(iota(6), {2, 3}), DType::i64),
                                       kiln::convert(f64(iota(12), {3, 4}), DType::i64)})
                 .dtype(),

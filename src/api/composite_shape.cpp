@@ -1,6 +1,7 @@
 // Shape composites: stack, split, chunk, unbind, tril/triu, roll, flip, diag, outer. All are views
 // (slices, reshapes, pads) of their input except stack and roll (concat) and tril/triu (where).
 #include <algorithm>
+#include <exception>
 #include <limits>
 
 #include "api/builder.hpp"
@@ -105,8 +106,17 @@ std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, int dim) {
     detail::fail(ErrorCode::illegal_dimensionality, "chunk", "cannot chunk a 0-d tensor");
   const int d = detail::normalize_axis("chunk", dim, x.rank(), x.shape());
   const std::int64_t n = x.shape()[d];
-  // An empty dimension gives `chunks` empty pieces, as libtorch.
-  if (n == 0) return split(x, std::vector<std::int64_t>(static_cast<std::size_t>(chunks), 0), d);
+  if (n == 0) {  // `chunks` empty pieces, as libtorch
+    std::vector<std::int64_t> sizes;
+    try {
+      sizes.resize(static_cast<std::size_t>(chunks), 0);
+    } catch (const std::exception&) {  // bad_alloc or length_error: more pieces than memory
+      detail::fail(ErrorCode::out_of_memory, "chunk",
+                   "no memory for " + std::to_string(chunks) + " empty pieces of " +
+                       shape_to_string(x.shape()));
+    }
+    return split(x, std::move(sizes), d);
+  }
   const std::int64_t size = n / chunks + (n % chunks != 0);  // ceil without overflow
   return split(x, size, d);
 }
