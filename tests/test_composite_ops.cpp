@@ -456,6 +456,16 @@ TEST(CompositeMath, Norm) {
             ErrorCode::incompatible_shapes);
 }
 
+TEST(CompositeMath, NormGradientAtZeroIsZero) {
+  // As libtorch: a zero vector has gradient 0 rather than 0 / 0.
+  const Tensor x = f64({0, 0, 3, 4}, {2, 2});
+  x.watch();
+  kiln::GradientContext context;
+  EXPECT_TRUE(same(vals(kiln::gradient(kiln::sum(kiln::norm(x, 2, {1})), x)), {0, 0, 0.6, 0.8}));
+  EXPECT_TRUE(same(vals(kiln::gradient(kiln::sum(kiln::norm(x, 3, {1})), x)),
+                   {0, 0, 9 / std::pow(91.0, 2.0 / 3), 16 / std::pow(91.0, 2.0 / 3)}));
+}
+
 TEST(CompositeMath, LogsumexpOverSeveralDims) {
   const Tensor x = f64(iota(6), {1, 2, 3});
   const double all = std::log(std::exp(0.0) + std::exp(1.0) + std::exp(2.0) + std::exp(3.0) +

@@ -38,6 +38,15 @@ std::int64_t reduced_count(const Shape& shape, const std::vector<int>& dims) {
   return n;
 }
 
+// root(s) for a sum s >= 0 of powers, with root(0) = 0 and a gradient of 0 there (as libtorch's
+// norm) instead of inf * 0 = NaN: the root never sees the 0 (it is given 1 there), so neither
+// its value nor its gradient at 0 reaches the result. NaN and inf pass through.
+template <class Root> Tensor root_of_sum(const Tensor& s, Root root) {
+  const Tensor is_zero = equal(s, typed(0, s.dtype()));
+  const Tensor safe = where(is_zero, ones({}, s.dtype()), s);
+  return where(is_zero, zeros({}, s.dtype()), root(safe));
+}
+
 }  // namespace
 
 // ---- elementwise --------------------------------------------------------------------------------
@@ -199,9 +208,11 @@ Tensor norm(const Tensor& x, double p, std::vector<int> dims, bool keepdim) {
   }
   if (p == 0) return sum(convert(truth(v), t), dims, keepdim);
   if (p == 1) return sum(abs(v), dims, keepdim);
-  if (p == 2) return sqrt(sum(square(v), dims, keepdim));
+  if (p == 2)
+    return root_of_sum(sum(square(v), dims, keepdim), [](const Tensor& s) { return sqrt(s); });
   if (p > 0 && std::isfinite(p))
-    return pow(sum(pow(abs(v), typed(p, t)), dims, keepdim), typed(1.0 / p, t));
+    return root_of_sum(sum(pow(abs(v), typed(p, t)), dims, keepdim),
+                       [&](const Tensor& s) { return pow(s, typed(1.0 / p, t)); });
   detail::fail(ErrorCode::invalid_select, "norm",
                "unsupported order p = " + std::to_string(p) +
                    " (0, positive values and +-INFINITY are supported)");
