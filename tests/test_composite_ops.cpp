@@ -638,6 +638,17 @@ TEST(CompositeEinsum, BatchOuterDotAndSums) {
             DType::i64);
 }
 
+TEST(CompositeEinsum, SizeOneBroadcasts) {
+  // j has size 1 in the first operand: each row of b's column sums times a[i, 0].
+  const Tensor a = f64({2, 3}, {2, 1}), b = f64(iota(6), {3, 2});  // b's column sums 6, 9
+  const Tensor r = kiln::einsum("ij,jk->ik", {a, b});
+  EXPECT_EQ(r.shape(), (Shape{2, 2}));
+  EXPECT_EQ(vals(r), (Vd{12, 18, 18, 27}));
+  // A batch index of size 1 in one operand.
+  const Tensor x = f64({1, 2}, {1, 2}), y = f64({1, 10, 100, 1000, 2, 3}, {3, 2});
+  EXPECT_EQ(vals(kiln::einsum("bi,bi->b", {x, y})), (Vd{21, 2100, 8}));
+}
+
 TEST(CompositeEinsum, OneOperand) {
   const Tensor m = f64(iota(9), {3, 3});
   EXPECT_EQ(vals(kiln::einsum("ii->i", {m})), (Vd{0, 4, 8}));
@@ -667,6 +678,8 @@ TEST(CompositeEinsum, Errors) {
   EXPECT_EQ(code_of([&] { kiln::einsum("ij->i->j", {a}); }), ErrorCode::invalid_select);
   EXPECT_EQ(code_of([&] { kiln::einsum("...j->j", {a}); }), ErrorCode::invalid_select);
   EXPECT_EQ(code_of([&] { kiln::einsum("ij,jk->ik", {a, a}); }), ErrorCode::incompatible_shapes);
+  EXPECT_EQ(code_of([&] { kiln::einsum("ii", {f64({1, 2, 3}, {1, 3})}); }),
+            ErrorCode::incompatible_shapes);  // within one operand no broadcasting
   EXPECT_EQ(code_of([&] { kiln::einsum("ii->i", {a}); }), ErrorCode::incompatible_shapes);
   EXPECT_EQ(code_of([&] { kiln::einsum("i,i,i", {a, a, a}); }), ErrorCode::illegal_dimensionality);
   EXPECT_EQ(code_of([&] { kiln::einsum("", {}); }), ErrorCode::illegal_dimensionality);

@@ -114,8 +114,9 @@ Tensor bernoulli(Shape shape, double p, std::uint64_t seed);
 // Einstein summation over one or two operands: "ij,jk->ik", "bij,bjk->bik", "ii->i", "ii",
 // "ij->" and the implicit form without "->" (the output holds the indices that appear once, in
 // alphabetical order). An index repeated within one operand takes its diagonal; indices missing
-// from the output are summed. Indices are letters; "..." is not supported. A malformed equation is
-// an invalid_select error, an index with two different sizes an incompatible_shapes error.
+// from the output are summed. Indices are letters; "..." is not supported. The sizes of one index
+// in different operands broadcast (equal, or 1). A malformed equation is an invalid_select error,
+// sizes that do not fit an incompatible_shapes error.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 // ---- resampling ----------------------------------------------------------------------------------

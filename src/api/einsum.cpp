@@ -118,25 +118,39 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
     malformed(equation, std::to_string(terms.size()) + " operand terms for " +
                             std::to_string(operands.size()) + " operands");
 
-  // Sizes of each letter, the same wherever it appears.
+  // The size of each letter. Across operands sizes broadcast (equal, or 1 in some operand);
+  // within one operand a repeated letter's sizes must be equal (it is a diagonal).
   std::map<char, std::int64_t> size;
   std::map<char, int> count;
+  auto size_error = [&](char c, std::int64_t a, std::int64_t b) {
+    detail::fail(ErrorCode::incompatible_shapes, kOp,
+                 "equation \"" + equation + "\": index '" + std::string(1, c) + "' has sizes " +
+                     std::to_string(a) + " and " + std::to_string(b));
+  };
   for (std::size_t k = 0; k < terms.size(); ++k) {
     const Shape& s = operands[k].shape();
     if (terms[k].size() != s.size())
       malformed(equation, "term \"" + terms[k] + "\" has " + std::to_string(terms[k].size()) +
                               " indices for operand " + std::to_string(k) + " of shape " +
                               shape_to_string(s));
+    std::map<char, std::int64_t> own;
     for (std::size_t d = 0; d < s.size(); ++d) {
       const char c = terms[k][d];
       ++count[c];
+      const auto [mine, first_here] = own.emplace(c, s[d]);
+      if (!first_here && mine->second != s[d]) size_error(c, mine->second, s[d]);
       const auto [it, added] = size.emplace(c, s[d]);
-      if (!added && it->second != s[d])
-        detail::fail(ErrorCode::incompatible_shapes, kOp,
-                     "equation \"" + equation + "\": index '" + std::string(1, c) +
-                         "' has sizes " + std::to_string(it->second) + " and " +
-                         std::to_string(s[d]));
+      if (added || it->second == s[d] || s[d] == 1) continue;
+      if (it->second != 1) size_error(c, it->second, s[d]);
+      it->second = s[d];
     }
+  }
+  // Every operand broadcast to the full size of its letters (a view).
+  std::vector<Tensor> full;
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    Shape s;
+    for (char c : terms[k]) s.push_back(size.at(c));
+    full.push_back(detail::broadcast_as(operands[k], s));
   }
   std::string out;
   if (explicit_output) {
@@ -155,13 +169,13 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
 
   // ---- one operand ------------------------------------------------------------------------------
   if (operands.size() == 1) {
-    Labelled x = sum_unneeded(take_diagonals({operands[0], terms[0]}), out);
+    Labelled x = sum_unneeded(take_diagonals({full[0], terms[0]}), out);
     return reorder(x.t, x.letters, out);
   }
 
   // ---- two operands -----------------------------------------------------------------------------
-  Labelled a = take_diagonals({operands[0], terms[0]});
-  Labelled b = take_diagonals({operands[1], terms[1]});
+  Labelled a = take_diagonals({full[0], terms[0]});
+  Labelled b = take_diagonals({full[1], terms[1]});
   a = sum_unneeded(a, out + b.letters);
   b = sum_unneeded(b, out + a.letters);
   std::string batch, left, contracted, right;
