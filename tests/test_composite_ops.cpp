@@ -649,6 +649,24 @@ TEST(CompositeEinsum, SizeOneBroadcasts) {
   EXPECT_EQ(vals(kiln::einsum("bi,bi->b", {x, y})), (Vd{21, 2100, 8}));
 }
 
+TEST(CompositeEinsum, Ellipsis) {
+  const Tensor a = f64(iota(12), {2, 2, 3}), b = f64(iota(12, 1), {2, 3, 2});
+  const Vd ab = vals(kiln::matmul(a, b));
+  EXPECT_EQ(vals(kiln::einsum("...ij,...jk->...ik", {a, b})), ab);
+  EXPECT_EQ(vals(kiln::einsum("...ij,...jk", {a, b})), ab);  // implicit: "..." first, then ik
+  // The "..." parts broadcast at the right: [2,2,3] against [3,2] (no batch dimension).
+  const Tensor m = f64(iota(6, 1), {3, 2});
+  EXPECT_EQ(vals(kiln::einsum("...ij,jk->...ik", {a, m})), vals(kiln::matmul(a, m)));
+  EXPECT_EQ(vals(kiln::einsum("...ij,...jk->...ik", {a, m})), vals(kiln::matmul(a, m)));
+  // One operand: a batch of traces, transposes of the last two dimensions, "..." summed away.
+  EXPECT_EQ(vals(kiln::einsum("...ii->...", {f64(iota(8), {2, 2, 2})})), (Vd{3, 11}));
+  EXPECT_EQ(vals(kiln::einsum("...ij->...ji", {a})), vals(kiln::permute(a, {0, 2, 1})));
+  EXPECT_EQ(vals(kiln::einsum("i...->i", {a})), (Vd{15, 51}));
+  EXPECT_EQ(vals(kiln::einsum("...", {a})), iota(12));  // covers everything
+  EXPECT_EQ(vals(kiln::einsum("...i->...", {f64(iota(6), {2, 3})})), (Vd{3, 12}));
+  EXPECT_EQ(vals(kiln::einsum("...i", {f64(iota(6), {2, 3})})), iota(6));
+}
+
 TEST(CompositeEinsum, OneOperand) {
   const Tensor m = f64(iota(9), {3, 3});
   EXPECT_EQ(vals(kiln::einsum("ii->i", {m})), (Vd{0, 4, 8}));
@@ -676,7 +694,14 @@ TEST(CompositeEinsum, Errors) {
   EXPECT_EQ(code_of([&] { kiln::einsum("ijk->i", {a}); }), ErrorCode::invalid_select);
   EXPECT_EQ(code_of([&] { kiln::einsum("i1->i", {a}); }), ErrorCode::invalid_select);
   EXPECT_EQ(code_of([&] { kiln::einsum("ij->i->j", {a}); }), ErrorCode::invalid_select);
-  EXPECT_EQ(code_of([&] { kiln::einsum("...j->j", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("....j->j", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("...i...->i", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("..ij->ij", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("...ijk->i", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("...->....", {a}); }), ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { kiln::einsum("...i,...i->...", {f64(iota(6), {2, 3}),
+                                                          f64(iota(9), {3, 3})}); }),
+            ErrorCode::incompatible_shapes);
   EXPECT_EQ(code_of([&] { kiln::einsum("ij,jk->ik", {a, a}); }), ErrorCode::incompatible_shapes);
   EXPECT_EQ(code_of([&] { kiln::einsum("ii", {f64({1, 2, 3}, {1, 3})}); }),
             ErrorCode::incompatible_shapes);  // within one operand no broadcasting

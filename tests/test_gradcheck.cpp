@@ -631,6 +631,8 @@ std::vector<Row> build_table() {
   einsum_row("einsum_batch_diagonal", "bii->ib", {{2, 3, 3}});
   einsum_row("einsum_diagonal_with_other", "ii,ij->ij", {{3, 3}, {3, 2}});
   einsum_row("einsum_size_one_broadcast", "ij,jk->ik", {{2, 1}, {3, 4}});
+  einsum_row("einsum_ellipsis_broadcast", "...ij,...jk->...ik", {{2, 2, 3}, {3, 2}});
+  einsum_row("einsum_ellipsis_summed", "...ii->i", {{2, 3, 3}});
   auto interpolate_row = [&add](const char* name, Shape size, kiln::InterpolateMode mode,
                                 bool corners, Shape in) {
     add({name, [=](const Inputs& x) { return kiln::interpolate(x[0], size, mode, corners); },

@@ -112,11 +112,12 @@ Tensor bernoulli(Shape shape, double p, std::uint64_t seed);
 
 // ---- einsum --------------------------------------------------------------------------------------
 // Einstein summation over one or two operands: "ij,jk->ik", "bij,bjk->bik", "ii->i", "ii",
-// "ij->" and the implicit form without "->" (the output holds the indices that appear once, in
-// alphabetical order). An index repeated within one operand takes its diagonal; indices missing
-// from the output are summed. Indices are letters; "..." is not supported. The sizes of one index
-// in different operands broadcast (equal, or 1). A malformed equation is an invalid_select error,
-// sizes that do not fit an incompatible_shapes error.
+// "ij->", "...ij,...jk->...ik" and the implicit form without "->" (the output holds the "..."
+// dimensions, then the indices that appear once, in alphabetical order). Indices are letters; an
+// index repeated within one operand takes its diagonal; indices missing from the output are summed,
+// and so are the "..." dimensions when an explicit output has no "...". Sizes of one index (or of
+// "..." dimensions, aligned at the right) in different operands broadcast: equal, or 1. A
+// malformed equation is an invalid_select error, sizes that do not fit incompatible_shapes.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 // ---- resampling ----------------------------------------------------------------------------------

@@ -99,40 +99,79 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
   const bool explicit_output = arrow != std::string::npos;
   const std::string lhs = explicit_output ? eq.substr(0, arrow) : eq;
   const std::string rhs = explicit_output ? eq.substr(arrow + 2) : "";
-  if (eq.find('.') != std::string::npos)
-    malformed(equation, "\"...\" is not supported");
-  std::vector<std::string> terms(1);
+  // A term is letters with at most one "..." among them.
+  struct Term {
+    std::string before, after;
+    bool ellipsis = false;
+  };
+  auto parse_term = [&](const std::string& text, const char* where) {
+    Term t;
+    const std::size_t dots = text.find("...");
+    t.ellipsis = dots != std::string::npos;
+    t.before = t.ellipsis ? text.substr(0, dots) : text;
+    t.after = t.ellipsis ? text.substr(dots + 3) : "";
+    for (const std::string* part : {&t.before, &t.after})
+      for (char c : *part)
+        if (!std::isalpha(static_cast<unsigned char>(c)))
+          malformed(equation, std::string("unexpected character '") + c + "' in " + where +
+                                  (c == '.' ? " (\"...\" at most once per term)" : ""));
+    return t;
+  };
+  std::vector<std::string> raw(1);
   for (char c : lhs) {
-    if (c == ',') {
-      terms.emplace_back();
-    } else if (std::isalpha(static_cast<unsigned char>(c))) {
-      terms.back() += c;
-    } else {
-      malformed(equation, std::string("unexpected character '") + c + "'");
-    }
+    if (c == ',') raw.emplace_back();
+    else raw.back() += c;
   }
-  for (char c : rhs)
-    if (!std::isalpha(static_cast<unsigned char>(c)))
-      malformed(equation, std::string("unexpected character '") + c + "' in the output");
-  if (terms.size() != operands.size())
-    malformed(equation, std::to_string(terms.size()) + " operand terms for " +
+  if (raw.size() != operands.size())
+    malformed(equation, std::to_string(raw.size()) + " operand terms for " +
                             std::to_string(operands.size()) + " operands");
 
-  // The size of each letter. Across operands sizes broadcast (equal, or 1 in some operand);
+  // "..." stands for the dimensions no letter names, aligned at the right across operands. They
+  // get internal labels char(1 + j), j counted from the left of the widest "...": no letter, and
+  // sorted before every letter (the implicit output puts them first, as libtorch).
+  std::vector<Term> parsed;
+  std::vector<int> covered;
+  int widest = 0;
+  for (std::size_t k = 0; k < raw.size(); ++k) {
+    parsed.push_back(parse_term(raw[k], "an operand term"));
+    const Term& t = parsed.back();
+    const auto letters = static_cast<int>(t.before.size() + t.after.size());
+    const int rank = operands[k].rank();
+    if (t.ellipsis ? letters > rank : letters != rank)
+      malformed(equation, "term \"" + raw[k] + "\" has " + std::to_string(letters) +
+                              " indices for operand " + std::to_string(k) + " of shape " +
+                              shape_to_string(operands[k].shape()));
+    covered.push_back(t.ellipsis ? rank - letters : 0);
+    widest = std::max(widest, covered.back());
+  }
+  constexpr int kMaxEllipsis = 64;  // labels 1..64 are below every letter
+  if (widest > kMaxEllipsis)
+    malformed(equation, "\"...\" covers more than " + std::to_string(kMaxEllipsis) + " dimensions");
+  auto ellipsis_labels = [&](int count) {
+    std::string labels;
+    for (int j = widest - count; j < widest; ++j) labels += static_cast<char>(1 + j);
+    return labels;
+  };
+  std::vector<std::string> terms;
+  for (std::size_t k = 0; k < parsed.size(); ++k)
+    terms.push_back(parsed[k].before + ellipsis_labels(covered[k]) + parsed[k].after);
+  auto label_name = [](char c) {
+    return std::isalpha(static_cast<unsigned char>(c))
+               ? "index '" + std::string(1, c) + "'"
+               : "dimension " + std::to_string(c - 1) + " of \"...\"";
+  };
+
+  // The size of each label. Across operands sizes broadcast (equal, or 1 in some operand);
   // within one operand a repeated letter's sizes must be equal (it is a diagonal).
   std::map<char, std::int64_t> size;
   std::map<char, int> count;
   auto size_error = [&](char c, std::int64_t a, std::int64_t b) {
     detail::fail(ErrorCode::incompatible_shapes, kOp,
-                 "equation \"" + equation + "\": index '" + std::string(1, c) + "' has sizes " +
+                 "equation \"" + equation + "\": " + label_name(c) + " has sizes " +
                      std::to_string(a) + " and " + std::to_string(b));
   };
   for (std::size_t k = 0; k < terms.size(); ++k) {
     const Shape& s = operands[k].shape();
-    if (terms[k].size() != s.size())
-      malformed(equation, "term \"" + terms[k] + "\" has " + std::to_string(terms[k].size()) +
-                              " indices for operand " + std::to_string(k) + " of shape " +
-                              shape_to_string(s));
     std::map<char, std::int64_t> own;
     for (std::size_t d = 0; d < s.size(); ++d) {
       const char c = terms[k][d];
@@ -145,7 +184,7 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
       it->second = s[d];
     }
   }
-  // Every operand broadcast to the full size of its letters (a view).
+  // Every operand broadcast to the full size of its labels (a view).
   std::vector<Tensor> full;
   for (std::size_t k = 0; k < terms.size(); ++k) {
     Shape s;
@@ -154,17 +193,22 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
   }
   std::string out;
   if (explicit_output) {
-    for (char c : rhs) {
+    // Without "..." in the output, the dimensions under the operands' "..." are summed.
+    const Term t = parse_term(rhs, "the output");
+    const std::string wanted = t.before + (t.ellipsis ? ellipsis_labels(widest) : "") + t.after;
+    for (char c : wanted) {
       if (size.find(c) == size.end())
-        malformed(equation, std::string("output index '") + c + "' is in no operand");
+        malformed(equation, "output " + label_name(c) + " is in no operand");
       if (out.find(c) != std::string::npos)
-        malformed(equation, std::string("output index '") + c + "' appears twice");
+        malformed(equation, "output " + label_name(c) + " appears twice");
       out += c;
     }
   } else {
-    // Implicit: the indices that appear exactly once, in alphabetical (ASCII) order.
+    // Implicit: the "..." dimensions, then the letters that appear exactly once, in alphabetical
+    // (ASCII) order.
+    out = ellipsis_labels(widest);
     for (const auto& [c, n] : count)
-      if (n == 1) out += c;
+      if (n == 1 && std::isalpha(static_cast<unsigned char>(c))) out += c;
   }
 
   // ---- one operand ------------------------------------------------------------------------------
