@@ -119,6 +119,16 @@ Gen with_zeros() {
   };
 }
 
+// Signed magnitudes in [0.1, 0.9] or [1.1, 1.5]: away from the kinks of clamp(x, -1, 1).
+Gen away_from_one() {
+  return [](Rng& rng, std::size_t which, std::int64_t n) {
+    F64 v = magnitudes(0.1, 1.3, true)(rng, which, n);
+    for (double& x : v)
+      if (std::abs(x) > 0.9) x += x > 0 ? 0.2 : -0.2;
+    return v;
+  };
+}
+
 // ---- helpers for building rows ----------------------------------------------------------------
 
 Tensor i64(const I64& v, Shape s) { return Tensor::from(v, std::move(s)); }
@@ -537,6 +547,120 @@ std::vector<Row> build_table() {
        false});
   add({"random_constant_factor",
        [](const Inputs& x) { return x[0] * kiln::random_normal({2, 3}, 5); }, {{2, 3}}});
+
+  // ---- composite ops (composite_ops.hpp): gradients of the primitives they are built from -----
+  add({"stack", [](const Inputs& x) { return kiln::stack({x[0], x[1]}, 1); }, {{2, 3}, {2, 3}}});
+  add({"stack_negative_dim",
+       [](const Inputs& x) { return kiln::stack({x[0], x[1], x[0]}, -1); }, {{2, 3}, {2, 3}}});
+  add({"split",
+       [](const Inputs& x) {
+         const auto p = kiln::split(x[0], 2, 1);  // sizes 2, 2, 1
+         return p[0] * p[1] + p[2];
+       },
+       {{2, 5}}});
+  add({"split_sizes",
+       [](const Inputs& x) {
+         const auto p = kiln::split(x[0], std::vector<std::int64_t>{1, 3}, -2);
+         return kiln::concat({p[1], p[0]}, 0);
+       },
+       {{4, 3}}});
+  add({"chunk",
+       [](const Inputs& x) {
+         const auto c = kiln::chunk(x[0], 3, -1);
+         return c[0] * c[2] - c[1];
+       },
+       {{2, 6}}});
+  add({"unbind",
+       [](const Inputs& x) {
+         const auto u = kiln::unbind(x[0], 1);
+         return u[0] * u[2] + u[1];
+       },
+       {{2, 3, 2}}});
+  add({"tril", [](const Inputs& x) { return kiln::tril(x[0]); }, {{3, 4}}});
+  add({"tril_batched_above", [](const Inputs& x) { return kiln::tril(x[0], 1); }, {{2, 3, 4}}});
+  add({"triu", [](const Inputs& x) { return kiln::triu(x[0]); }, {{4, 3}}});
+  add({"triu_batched_below", [](const Inputs& x) { return kiln::triu(x[0], -1); }, {{2, 3, 3}}});
+  add({"roll", [](const Inputs& x) { return kiln::roll(x[0], {1, -2}, {0, 1}); }, {{3, 4}}});
+  add({"roll_flattened", [](const Inputs& x) { return kiln::roll(x[0], {4}); }, {{2, 3}}});
+  add({"flip", [](const Inputs& x) { return kiln::flip(x[0], {0, -1}); }, {{2, 3, 2}}});
+  add({"diag_vector", [](const Inputs& x) { return kiln::diag(x[0]); }, {{3}}});
+  add({"diag_vector_above", [](const Inputs& x) { return kiln::diag(x[0], 1); }, {{3}}});
+  add({"diag_vector_below", [](const Inputs& x) { return kiln::diag(x[0], -2); }, {{2}}});
+  add({"diag_matrix", [](const Inputs& x) { return kiln::diag(x[0]); }, {{3, 4}}});
+  add({"diag_matrix_above", [](const Inputs& x) { return kiln::diag(x[0], 2); }, {{3, 4}}});
+  add({"diag_matrix_below", [](const Inputs& x) { return kiln::diag(x[0], -1); }, {{4, 3}}});
+  add({"outer", [](const Inputs& x) { return kiln::outer(x[0], x[1]); }, {{3}, {4}}});
+  add({"masked_fill",
+       [](const Inputs& x) { return kiln::masked_fill(x[0], i32({1, 0, 1}, {3}), 0.5); },
+       {{2, 3}}});
+  add({"clamp", [](const Inputs& x) { return kiln::clamp(x[0], -1.0, 1.0); }, {{3, 4}},
+       away_from_one()});
+  add({"clamp_min", [](const Inputs& x) { return kiln::clamp(x[0], 1.0); }, {{3, 4}},
+       away_from_one()});
+  add({"clamp_max", [](const Inputs& x) { return kiln::clamp(x[0], std::nullopt, -1.0); },
+       {{3, 4}}, away_from_one()});
+  add({"clamp_tensors", [](const Inputs& x) { return kiln::clamp(x[0], x[1], x[2]); },
+       {{2, 3}, {3}, {2, 1}}, distinct()});
+  add({"clip", [](const Inputs& x) { return kiln::clip(x[0], -1.0, 1.0); }, {{2, 3}},
+       away_from_one()});
+  add({"nan_to_num", [](const Inputs& x) { return kiln::nan_to_num(x[0]); }, {{2, 3}}});
+  add({"var", [](const Inputs& x) { return kiln::var(x[0]); }, {{3, 4}}});
+  add({"var_dims_keepdim", [](const Inputs& x) { return kiln::var(x[0], {0, 2}, 0, true); },
+       {{2, 3, 4}}});
+  add({"std", [](const Inputs& x) { return kiln::std(x[0], {-1}); }, {{3, 4}}});
+  add({"std_correction2", [](const Inputs& x) { return kiln::std(x[0], {0, 1}, 2); },
+       {{2, 3, 2}}});
+  add({"norm", [](const Inputs& x) { return kiln::norm(x[0]); }, {{3, 4}}});
+  add({"norm_1", [](const Inputs& x) { return kiln::norm(x[0], 1, {1}); }, {{3, 4}}});
+  add({"norm_inf", [](const Inputs& x) { return kiln::norm(x[0], INFINITY, {0}); }, {{3, 4}},
+       distinct()});
+  add({"norm_3_keepdim", [](const Inputs& x) { return kiln::norm(x[0], 3, {0}, true); },
+       {{3, 4}}});
+  add({"norm_fro", [](const Inputs& x) { return kiln::norm(x[0], "fro", {0, 1}); },
+       {{2, 3, 2}}});
+  add({"logsumexp_dims", [](const Inputs& x) { return kiln::logsumexp(x[0], {0, 2}); },
+       {{2, 3, 4}}});
+  add({"logsumexp_dims_keepdim",
+       [](const Inputs& x) { return kiln::logsumexp(x[0], {-1, -2}, true); }, {{2, 3, 4}}});
+
+  auto einsum_row = [&add](const char* name, const char* eq, std::vector<Shape> shapes) {
+    const std::string e = eq;
+    add({name, [e](const Inputs& x) { return kiln::einsum(e, x); }, std::move(shapes)});
+  };
+  einsum_row("einsum_matmul", "ij,jk->ik", {{2, 3}, {3, 4}});
+  einsum_row("einsum_batch_transposed_out", "bij,bjk->bki", {{2, 2, 3}, {2, 3, 4}});
+  einsum_row("einsum_implicit", "kj,ji", {{2, 3}, {3, 4}});
+  einsum_row("einsum_outer", "i,j->ji", {{3}, {4}});
+  einsum_row("einsum_summed_free_indices", "ij,jk->j", {{2, 3}, {3, 4}});
+  einsum_row("einsum_trace", "ii", {{3, 3}});
+  einsum_row("einsum_batch_diagonal", "bii->ib", {{2, 3, 3}});
+  einsum_row("einsum_diagonal_with_other", "ii,ij->ij", {{3, 3}, {3, 2}});
+  einsum_row("einsum_size_one_broadcast", "ij,jk->ik", {{2, 1}, {3, 4}});
+  einsum_row("einsum_ellipsis_broadcast", "...ij,...jk->...ik", {{2, 2, 3}, {3, 2}});
+  einsum_row("einsum_ellipsis_summed", "...ii->i", {{2, 3, 3}});
+  auto interpolate_row = [&add](const char* name, Shape size, kiln::InterpolateMode mode,
+                                bool corners, Shape in) {
+    add({name, [=](const Inputs& x) { return kiln::interpolate(x[0], size, mode, corners); },
+         {in}});
+  };
+  interpolate_row("interpolate_nearest", {3, 5}, kiln::InterpolateMode::nearest, false,
+                  {1, 2, 2, 3});
+  interpolate_row("interpolate_nearest_down", {1, 2}, kiln::InterpolateMode::nearest, false,
+                  {2, 1, 3, 5});
+  interpolate_row("interpolate_bilinear", {5, 4}, kiln::InterpolateMode::bilinear, false,
+                  {1, 2, 3, 3});
+  interpolate_row("interpolate_bilinear_align_corners", {4, 5}, kiln::InterpolateMode::bilinear,
+                  true, {2, 1, 3, 2});
+  interpolate_row("interpolate_bilinear_down", {2, 3}, kiln::InterpolateMode::bilinear, false,
+                  {1, 1, 4, 5});
+  add({"masked_select",
+       [](const Inputs& x) { return kiln::masked_select(x[0], i32({0, 1, 1}, {3})); },
+       {{2, 3}}});
+  add({"masked_select_broadcast_x",
+       [](const Inputs& x) {
+         return kiln::masked_select(x[0], i32({1, 0, 1, 1, 1, 0}, {2, 3})) * x[1];
+       },
+       {{2, 1}, {4}}});
 
   return t;
 }

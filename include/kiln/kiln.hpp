@@ -3,6 +3,7 @@
 
 #include "kiln/activations.hpp"
 #include "kiln/autodiff.hpp"
+#include "kiln/composite_ops.hpp"
 #include "kiln/custom.hpp"
 #include "kiln/error.hpp"
 #include "kiln/executor.hpp"

@@ -1,0 +1,86 @@
+// Creation composites: linspace, eye, randint and bernoulli, from arange, comparisons and
+// kiln::uniform (so the random ones are seeded as every other random op).
+#include <cmath>
+#include <limits>
+
+#include "api/builder.hpp"
+#include "api/composite_support.hpp"
+#include "kiln/composite_ops.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln {
+
+Tensor linspace(double start, double end, std::int64_t steps, DType dtype) {
+  if (steps < 0)
+    detail::fail(ErrorCode::illegal_dimension, "linspace",
+                 "negative number of steps " + std::to_string(steps));
+  if (steps <= 1) return full({steps}, Scalar(start), dtype);
+  // Computed in f64 from both ends (the first half from start, the second from end), so that
+  // both end points come out exact and the values are symmetric.
+  const double step = (end - start) / static_cast<double>(steps - 1);
+  const Tensor i = convert(arange(steps), DType::f64);
+  const Tensor from_start = add(mul(i, Scalar(step)), Scalar(start));
+  const Tensor from_end = sub(Scalar(end), mul(sub(Scalar(static_cast<double>(steps - 1)), i),
+                                               Scalar(step)));
+  const Tensor values =
+      where(less(i, Scalar(static_cast<double>(steps / 2))), from_start, from_end);
+  return dtype == DType::f64 ? values : convert(values, dtype);
+}
+
+Tensor eye(std::int64_t n, std::optional<std::int64_t> m, DType dtype) {
+  const std::int64_t cols = m.value_or(n);
+  if (n < 0 || cols < 0)
+    detail::fail(ErrorCode::illegal_dimension, "eye",
+                 "negative size " + std::to_string(n) + " x " + std::to_string(cols));
+  return convert(equal(arange({n, cols}, 0), arange({n, cols}, 1)), dtype);
+}
+
+Tensor randint(std::int64_t low, std::int64_t high, Shape shape, std::uint64_t seed, DType dtype) {
+  if (high <= low)
+    detail::fail(ErrorCode::invalid_select, "randint",
+                 "empty range [" + std::to_string(low) + ", " + std::to_string(high) + ")");
+  // The width in unsigned arithmetic (high - low can exceed INT64_MAX).
+  const std::uint64_t width = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
+  if (width > (std::uint64_t{1} << 53))
+    detail::fail(ErrorCode::invalid_select, "randint",
+                 "range [" + std::to_string(low) + ", " + std::to_string(high) +
+                     ") is wider than 2^53 values, more than a double draw can reach");
+  const auto w = static_cast<long long>(width);
+  // floor(u * width) for u in [0, 1): convert truncates, which is floor for non-negative
+  // values; the minimum guards against u * width rounding up to width.
+  const Tensor u = uniform(std::move(shape), seed, DType::f64);
+  const Tensor k = minimum(convert(mul(u, Scalar(static_cast<double>(width))), DType::i64),
+                           Scalar(w - 1));
+  const Tensor values = add(k, Scalar(static_cast<long long>(low)));
+  return dtype == DType::i64 ? values : convert(values, dtype);
+}
+
+Tensor randint(std::int64_t low, std::int64_t high, Shape shape, DType dtype) {
+  return randint(low, high, std::move(shape), detail::next_global_seed(), dtype);
+}
+
+Tensor bernoulli(const Tensor& p, std::uint64_t seed) {
+  detail::node_of(p, "bernoulli");
+  if (!is_float(p.dtype()))
+    detail::fail(ErrorCode::wrong_type, "bernoulli",
+                 std::string("needs float probabilities, got ") + dtype_name(p.dtype()) + " " +
+                     shape_to_string(p.shape()));
+  // u < p holds with probability p for u uniform in [0, 1); compared in f64 so that an f32 p is
+  // not rounded against a coarser u.
+  return convert(less(uniform(p.shape(), seed, DType::f64), convert(p, DType::f64)), p.dtype());
+}
+
+Tensor bernoulli(const Tensor& p) { return bernoulli(p, detail::next_global_seed()); }
+
+Tensor bernoulli(Shape shape, double p, std::uint64_t seed) {
+  if (!(p >= 0.0 && p <= 1.0))
+    detail::fail(ErrorCode::invalid_select, "bernoulli",
+                 "probability " + std::to_string(p) + " outside [0, 1]");
+  return convert(less(uniform(std::move(shape), seed, DType::f64), Scalar(p)), DType::f32);
+}
+
+Tensor bernoulli(Shape shape, double p) {
+  return bernoulli(std::move(shape), p, detail::next_global_seed());
+}
+
+}  // namespace kiln

@@ -1,0 +1,252 @@
+// Elementwise and reduction composites: masked_fill, clamp/clip, isnan/isinf/isfinite, nan_to_num,
+// the logical ops, any/all, var/std, norm and logsumexp over several dimensions.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "api/builder.hpp"
+#include "api/composite_support.hpp"
+#include "kiln/composite_ops.hpp"
+#include "kiln/ops.hpp"
+
+namespace kiln {
+
+using detail::typed;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Reductions of integer tensors are computed in f64, as kiln's mean.
+Tensor as_float(const Tensor& x) { return is_float(x.dtype()) ? x : convert(x, DType::f64); }
+
+// i32 0/1: non-zero (NaN included) is true.
+Tensor truth(const Tensor& x) { return not_equal(x, typed(0, x.dtype())); }
+
+// Both operands broadcast normally to their common shape.
+std::pair<Tensor, Tensor> aligned(std::string_view op, const Tensor& a, const Tensor& b) {
+  detail::node_of(a, op);
+  detail::node_of(b, op);
+  const Shape shape = detail::broadcast_shapes(op, a.shape(), b.shape());
+  return {detail::broadcast_as(a, shape), detail::broadcast_as(b, shape)};
+}
+
+// Number of elements over `dims` (already normalised) of `shape`.
+std::int64_t reduced_count(const Shape& shape, const std::vector<int>& dims) {
+  std::int64_t n = 1;
+  for (int d : dims) n *= shape[d];
+  return n;
+}
+
+// root(s) for a sum s >= 0 of powers, with root(0) = 0 and a gradient of 0 there (as libtorch's
+// norm) instead of inf * 0 = NaN: the root never sees the 0 (it is given 1 there), so neither
+// its value nor its gradient at 0 reaches the result. NaN and inf pass through.
+template <class Root> Tensor root_of_sum(const Tensor& s, Root root) {
+  const Tensor is_zero = equal(s, typed(0, s.dtype()));
+  const Tensor safe = where(is_zero, ones({}, s.dtype()), s);
+  return where(is_zero, zeros({}, s.dtype()), root(safe));
+}
+
+}  // namespace
+
+// ---- elementwise --------------------------------------------------------------------------------
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  detail::node_of(x, "masked_fill");
+  detail::node_of(mask, "masked_fill");
+  if (detail::broadcast_shapes("masked_fill", mask.shape(), x.shape()) != x.shape())
+    detail::fail(ErrorCode::incompatible_shapes, "masked_fill",
+                 "mask " + shape_to_string(mask.shape()) + " does not broadcast to " +
+                     shape_to_string(x.shape()));
+  return where(detail::broadcast_as(mask, x.shape()), full({}, value, x.dtype()), x);
+}
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  detail::node_of(x, "clamp");
+  if (!lo && !hi)
+    detail::fail(ErrorCode::invalid_select, "clamp", "needs a min or a max bound");
+  const DType t = x.dtype();
+  return clamp(x, lo ? full({}, *lo, t) : Tensor(), hi ? full({}, *hi, t) : Tensor());
+}
+
+Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  detail::node_of(x, "clamp");
+  if (!lo.defined() && !hi.defined())
+    detail::fail(ErrorCode::invalid_select, "clamp", "needs a min or a max bound");
+  Shape shape = x.shape();
+  if (lo.defined()) shape = detail::broadcast_shapes("clamp", shape, lo.shape());
+  if (hi.defined()) shape = detail::broadcast_shapes("clamp", shape, hi.shape());
+  // Selections rather than minimum/maximum: the gradient then reaches x on the whole closed
+  // interval (minimum/maximum would share it at a tie), NaN in x stays NaN, and min > max gives
+  // max everywhere, all as libtorch.
+  Tensor r = detail::broadcast_as(x, shape);
+  if (lo.defined()) {
+    const Tensor l = detail::broadcast_as(lo, shape);
+    r = where(less(r, l), l, r);
+  }
+  if (hi.defined()) {
+    const Tensor h = detail::broadcast_as(hi, shape);
+    r = where(greater(r, h), h, r);
+  }
+  return r;
+}
+
+Tensor clip(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  return clamp(x, lo, hi);
+}
+Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi) { return clamp(x, lo, hi); }
+
+Tensor isnan(const Tensor& x) {
+  detail::node_of(x, "isnan");
+  return not_equal(x, x);  // only NaN differs from itself; integers give 0
+}
+
+Tensor isinf(const Tensor& x) {
+  detail::node_of(x, "isinf");
+  if (!is_float(x.dtype())) return zeros(x.shape(), DType::i32);
+  return equal(abs(x), typed(kInf, x.dtype()));
+}
+
+Tensor isfinite(const Tensor& x) {
+  detail::node_of(x, "isfinite");
+  if (!is_float(x.dtype())) return ones(x.shape(), DType::i32);
+  return less(abs(x), typed(kInf, x.dtype()));  // false for inf and NaN
+}
+
+Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
+                  std::optional<double> neginf) {
+  detail::node_of(x, "nan_to_num");
+  const DType t = x.dtype();
+  if (!is_float(t)) return x;
+  const double big = t == DType::f32 ? std::numeric_limits<float>::max()
+                                     : std::numeric_limits<double>::max();
+  const Tensor nan_value = full({}, typed(nan.value_or(0.0), t), t);
+  const Tensor pos_value = full({}, typed(posinf.value_or(big), t), t);
+  const Tensor neg_value = full({}, typed(neginf.value_or(-big), t), t);
+  Tensor r = where(equal(x, typed(kInf, t)), pos_value, x);
+  r = where(equal(x, typed(-kInf, t)), neg_value, r);
+  return where(not_equal(x, x), nan_value, r);
+}
+
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  auto [x, y] = aligned("logical_and", a, b);
+  return mul(truth(x), truth(y));
+}
+
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  auto [x, y] = aligned("logical_or", a, b);
+  return maximum(truth(x), truth(y));
+}
+
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  auto [x, y] = aligned("logical_xor", a, b);
+  return not_equal(truth(x), truth(y));
+}
+
+Tensor logical_not(const Tensor& x) {
+  detail::node_of(x, "logical_not");
+  return equal(x, typed(0, x.dtype()));
+}
+
+// ---- any / all ----------------------------------------------------------------------------------
+// Counted in i64 (no overflow for any size): any = at least one non-zero, all = no zero. Sums
+// rather than max/min because an empty tensor has no max (any of nothing is 0, all of it 1).
+
+Tensor any(const Tensor& x) {
+  detail::node_of(x, "any");
+  return greater(sum(convert(truth(x), DType::i64)), Scalar(0LL));
+}
+
+Tensor all(const Tensor& x) {
+  detail::node_of(x, "all");
+  return equal(sum(convert(logical_not(x), DType::i64)), Scalar(0LL));
+}
+
+Tensor any(const Tensor& x, int dim, bool keepdim) {
+  detail::node_of(x, "any");
+  const int d = detail::normalize_axis("any", dim, x.rank(), x.shape());
+  return greater(sum(convert(truth(x), DType::i64), {d}, keepdim), Scalar(0LL));
+}
+
+Tensor all(const Tensor& x, int dim, bool keepdim) {
+  detail::node_of(x, "all");
+  const int d = detail::normalize_axis("all", dim, x.rank(), x.shape());
+  return equal(sum(convert(logical_not(x), DType::i64), {d}, keepdim), Scalar(0LL));
+}
+
+// ---- var / std ----------------------------------------------------------------------------------
+
+Tensor var(const Tensor& x, std::vector<int> dims, std::int64_t correction, bool keepdim) {
+  detail::node_of(x, "var");
+  dims = detail::reduction_dims("var", std::move(dims), x.shape());
+  const Tensor v = as_float(x);
+  const std::int64_t n = reduced_count(x.shape(), dims);
+  // Two passes (deviations from the mean) rather than E[x^2] - E[x]^2, which cancels badly.
+  const Tensor deviation = v - mean(v, dims, true);
+  const double divisor = static_cast<double>(std::max<std::int64_t>(0, n - correction));
+  return div(sum(square(deviation), dims, keepdim), typed(divisor, v.dtype()));
+}
+
+Tensor std(const Tensor& x, std::vector<int> dims, std::int64_t correction, bool keepdim) {
+  detail::node_of(x, "std");
+  return sqrt(var(x, std::move(dims), correction, keepdim));
+}
+
+// ---- norm ---------------------------------------------------------------------------------------
+
+Tensor norm(const Tensor& x, double p, std::vector<int> dims, bool keepdim) {
+  detail::node_of(x, "norm");
+  dims = detail::reduction_dims("norm", std::move(dims), x.shape());
+  const Tensor v = as_float(x);
+  const DType t = v.dtype();
+  if (p == kInf || p == -kInf) {
+    // max/min of nothing is undefined; libtorch refuses it too.
+    if (reduced_count(x.shape(), dims) == 0)
+      detail::fail(ErrorCode::incompatible_shapes, "norm",
+                   "an infinity norm over no elements of " + shape_to_string(x.shape()));
+    return p > 0 ? max(abs(v), dims, keepdim) : min(abs(v), dims, keepdim);
+  }
+  if (p == 0) return sum(convert(truth(v), t), dims, keepdim);
+  if (p == 1) return sum(abs(v), dims, keepdim);
+  if (p == 2)
+    return root_of_sum(sum(square(v), dims, keepdim), [](const Tensor& s) { return sqrt(s); });
+  if (p > 0 && std::isfinite(p))
+    return root_of_sum(sum(pow(abs(v), typed(p, t)), dims, keepdim),
+                       [&](const Tensor& s) { return pow(s, typed(1.0 / p, t)); });
+  detail::fail(ErrorCode::invalid_select, "norm",
+               "unsupported order p = " + std::to_string(p) +
+                   " (0, positive values and +-INFINITY are supported)");
+}
+
+Tensor norm(const Tensor& x, std::string_view p, std::vector<int> dims, bool keepdim) {
+  detail::node_of(x, "norm");
+  if (p != "fro")
+    detail::fail(ErrorCode::invalid_select, "norm",
+                 "unsupported order \"" + std::string(p) + "\" (only \"fro\")");
+  return norm(x, 2.0, std::move(dims), keepdim);
+}
+
+// ---- logsumexp ----------------------------------------------------------------------------------
+
+Tensor logsumexp(const Tensor& x, std::vector<int> dims, bool keepdim) {
+  detail::node_of(x, "logsumexp");
+  dims = detail::reduction_dims("logsumexp", std::move(dims), x.shape());
+  const Tensor v = as_float(x);
+  Shape shape;  // without the reduced dimensions
+  for (int d = 0; d < x.rank(); ++d)
+    if (!std::binary_search(dims.begin(), dims.end(), d)) shape.push_back(x.shape()[d]);
+  Tensor r;
+  if (reduced_count(x.shape(), dims) == 0) {
+    r = log(sum(exp(v), dims, true));  // no maximum to shift by; the empty sum gives -inf
+  } else {
+    // Shifted by the maximum; an infinite maximum is replaced by 0 so that rows of -inf (sum 0,
+    // log -inf) and rows holding +inf (log inf = inf) come out right instead of NaN. The
+    // shift's own gradient cancels: +1 through `+ m` and -sum(softmax) = -1 through `v - m`.
+    const Tensor m = max(v, dims, true);
+    const Tensor shift = where(less(abs(m), typed(kInf, v.dtype())), m, zeros({}, v.dtype()));
+    r = log(sum(exp(v - shift), dims, true)) + shift;
+  }
+  return keepdim ? r : reshape(r, shape);
+}
+
+}  // namespace kiln
