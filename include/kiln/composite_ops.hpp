@@ -94,11 +94,13 @@ Tensor any(const Tensor& x, int dim, bool keepdim = false);
 Tensor all(const Tensor& x, int dim, bool keepdim = false);
 
 // ---- creation ------------------------------------------------------------------------------------
+// Without a dtype, these give default_dtype().
 // `steps` values from start to end, evenly spaced (both ends included; steps == 1 gives start).
-Tensor linspace(double start, double end, std::int64_t steps, DType dtype = DType::f32);
+Tensor linspace(double start, double end, std::int64_t steps);
+Tensor linspace(double start, double end, std::int64_t steps, DType dtype);
 // [n, m] (m defaults to n) with ones on the main diagonal.
-Tensor eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt,
-           DType dtype = DType::f32);
+Tensor eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt);
+Tensor eye(std::int64_t n, std::optional<std::int64_t> m, DType dtype);
 // Integers drawn uniformly from [low, high). Seeded like kiln::uniform.
 Tensor randint(std::int64_t low, std::int64_t high, Shape shape, DType dtype = DType::i64);
 Tensor randint(std::int64_t low, std::int64_t high, Shape shape, std::uint64_t seed,
@@ -106,7 +108,7 @@ Tensor randint(std::int64_t low, std::int64_t high, Shape shape, std::uint64_t s
 // 1 with probability p[i] (a float tensor), else 0, in p's type.
 Tensor bernoulli(const Tensor& p);
 Tensor bernoulli(const Tensor& p, std::uint64_t seed);
-// 1 with probability p (in [0, 1]), else 0, as f32 of `shape`.
+// 1 with probability p (in [0, 1]), else 0, of `shape` in default_dtype().
 Tensor bernoulli(Shape shape, double p);
 Tensor bernoulli(Shape shape, double p, std::uint64_t seed);
 

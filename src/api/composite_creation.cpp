@@ -27,6 +27,12 @@ Tensor linspace(double start, double end, std::int64_t steps, DType dtype) {
   return dtype == DType::f64 ? values : convert(values, dtype);
 }
 
+Tensor linspace(double start, double end, std::int64_t steps) {
+  return linspace(start, end, steps, default_dtype());
+}
+
+Tensor eye(std::int64_t n, std::optional<std::int64_t> m) { return eye(n, m, default_dtype()); }
+
 Tensor eye(std::int64_t n, std::optional<std::int64_t> m, DType dtype) {
   const std::int64_t cols = m.value_or(n);
   if (n < 0 || cols < 0)
@@ -76,7 +82,7 @@ Tensor bernoulli(Shape shape, double p, std::uint64_t seed) {
   if (!(p >= 0.0 && p <= 1.0))
     detail::fail(ErrorCode::invalid_select, "bernoulli",
                  "probability " + std::to_string(p) + " outside [0, 1]");
-  return convert(less(uniform(std::move(shape), seed, DType::f64), Scalar(p)), DType::f32);
+  return convert(less(uniform(std::move(shape), seed, DType::f64), Scalar(p)), default_dtype());
 }
 
 Tensor bernoulli(Shape shape, double p) {
