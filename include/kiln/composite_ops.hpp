@@ -69,6 +69,14 @@ Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_xor(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& x);
+// The operators are the logical ops, on any type (kiln has no bitwise ops): on the 0/1 masks that
+// comparisons give they mean what libtorch's do on bool tensors. && and || are not overloaded,
+// as C++ cannot keep their short-circuit meaning for tensors.
+inline Tensor operator&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
+inline Tensor operator|(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+inline Tensor operator^(const Tensor& a, const Tensor& b) { return logical_xor(a, b); }
+inline Tensor operator!(const Tensor& x) { return logical_not(x); }
+inline Tensor operator~(const Tensor& x) { return logical_not(x); }
 
 // ---- reductions ----------------------------------------------------------------------------------
 // With no dims every dimension is reduced. Integer tensors are computed in f64.

@@ -125,6 +125,12 @@ class Tensor {
   // size 1), Ellipsis and integer index tensors (index_select along that dimension).
   Tensor index(std::initializer_list<TensorIndex> indices) const;
   Tensor index(const std::vector<TensorIndex>& indices) const;
+  // A new tensor: this one with the elements index(indices) names replaced by `values`
+  // (broadcast to their shape, converted to this dtype); this tensor is unchanged (libtorch's
+  // functional index_put). An index tensor naming an element twice gives that element the sum.
+  Tensor index_put(std::initializer_list<TensorIndex> indices, const Tensor& values) const;
+  Tensor index_put(const std::vector<TensorIndex>& indices, const Tensor& values) const;
+  Tensor index_put(std::initializer_list<TensorIndex> indices, Scalar value) const;
 
   // ---- method forms of common ops (see ops.hpp for all ops) --------------------------------
   Tensor reshape(Shape shape) const;

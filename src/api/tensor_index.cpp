@@ -63,6 +63,15 @@ Tensor select_by(const Tensor& r, int axis, const Tensor& indices) {
   return reshape(picked, shape);
 }
 
+// Whether `from` broadcasts normally (aligned at the right) to `to`.
+bool broadcast_fits(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const std::size_t lead = to.size() - from.size();
+  for (std::size_t d = 0; d < from.size(); ++d)
+    if (from[d] != 1 && from[d] != to[d + lead]) return false;
+  return true;
+}
+
 }  // namespace
 
 Tensor Tensor::operator[](std::int64_t i) const {
@@ -113,6 +122,33 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
         e.value());
   }
   return r;
+}
+
+Tensor Tensor::index_put(std::initializer_list<TensorIndex> indices, const Tensor& values) const {
+  return index_put(std::vector<TensorIndex>(indices), values);
+}
+
+Tensor Tensor::index_put(std::initializer_list<TensorIndex> indices, Scalar value) const {
+  return index_put(std::vector<TensorIndex>(indices),
+                   kiln::scalar(value, detail::node_of(*this, "index_put")->dtype));
+}
+
+Tensor Tensor::index_put(const std::vector<TensorIndex>& indices, const Tensor& values) const {
+  detail::node_of(*this, "index_put");
+  detail::node_of(values, "index_put");
+  // The flat positions the index names, found by indexing the positions themselves; the new
+  // values are then scattered there.
+  const Tensor positions = kiln::reshape(kiln::arange(numel()), shape()).index(indices);
+  const Tensor typed = values.dtype() == dtype() ? values : kiln::convert(values, dtype());
+  if (!broadcast_fits(typed.shape(), positions.shape()))
+    detail::fail(ErrorCode::incompatible_shapes, "index_put",
+                 "values of shape " + shape_to_string(values.shape()) +
+                     " do not broadcast to the indexed shape " +
+                     shape_to_string(positions.shape()) + " of " + shape_to_string(shape()));
+  const Tensor spread = kiln::broadcast_to(typed.normal_broadcast(), positions.shape());
+  const Tensor flat = kiln::index_set(kiln::flatten(*this), kiln::flatten(spread),
+                                      kiln::flatten(positions));
+  return kiln::reshape(flat, shape());
 }
 
 Tensor Tensor::clone() const {
