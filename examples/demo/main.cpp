@@ -26,9 +26,9 @@ int main() {
     std::cout << "s = " << s << "\n";
     std::cout << "s.item<float>() = " << s.item<float>() << "\n\n";
 
-    // Views copy nothing; type promotion follows the literal type of scalars.
+    // Views copy nothing; a scalar is weak: it takes the tensor's type, as in libtorch.
     auto xt = x.t();                                              // f32 [3,2], a view of x
-    auto z = xt * 2.0;                                            // f32 * double -> f64
+    auto z = xt * 2.0;                                            // f32 * double -> f32
     std::cout << "x^T * 2.0 = " << z << "\n";
 
     // Inverse broadcasting aligns shapes at the left: [2,3] + [2] adds one value per row.
