@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <span>
 #include <vector>
 
 #include "kiln/kiln.hpp"
@@ -233,6 +235,64 @@ TEST(CppSeed, SequentialInitialisesInArgumentOrder) {
   EXPECT_EQ(params[2].second.value().to_vector<float>(), second.weight().value().to_vector<float>());
   EXPECT_NE(params[0].second.value().to_vector<float>()[0],
             params[2].second.value().to_vector<float>()[0]);
+}
+
+TEST(CppInterop, FromBlobReadsTheCallersMemoryAndReleasesIt) {
+  int released = 0;
+  auto* memory = static_cast<float*>(std::aligned_alloc(64, 64 * sizeof(float)));
+  for (int i = 0; i < 64; ++i) memory[i] = static_cast<float>(i);
+  {
+    const Tensor t = Tensor::from_blob(memory, {8, 8}, DType::f32, [&](void* p) {
+      ++released;
+      std::free(p);
+    });
+    EXPECT_EQ(t.data<float>().data(), memory) << "no copy";
+    const Tensor y = (t * 2.0f).eval();
+    EXPECT_EQ(y.to_vector<float>()[63], 126.f);
+    EXPECT_EQ(kiln::sum(t[7]).item<float>(), 56.f + 57 + 58 + 59 + 60 + 61 + 62 + 63);
+    EXPECT_EQ(released, 0);
+  }
+  EXPECT_EQ(released, 1) << "the deleter runs when the last reference goes";
+}
+
+TEST(CppInterop, FromBlobIsNeverWrittenInto) {
+  // An optimiser step may write new values into the old values' memory; never into the
+  // caller's.
+  alignas(64) float memory[16];
+  for (int i = 0; i < 16; ++i) memory[i] = 1.f;
+  {
+    kiln::nn::Parameter p("w", Tensor::from_blob(memory, {16}, DType::f32));
+    kiln::nn::SGD sgd({p}, {.lr = 0.5});
+    Tensor loss;
+    {
+      kiln::GradientContext ctx;
+      loss = kiln::sum(p.value() * p.value());
+    }
+    sgd.step(loss);
+    EXPECT_EQ(p.value().to_vector<float>()[0], 0.f);  // 1 - 0.5 * 2
+  }
+  for (float v : memory) EXPECT_EQ(v, 1.f);
+}
+
+TEST(CppInterop, UnalignedBlobIsCopiedAtOnce) {
+  alignas(64) double memory[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  int released = 0;
+  const Tensor t = Tensor::from_blob(memory + 1, {8}, DType::f64, [&](void*) { ++released; });
+  EXPECT_EQ(released, 1);
+  memory[1] = 100;
+  EXPECT_EQ(t.to_vector<double>()[0], 1.0);
+  EXPECT_NE(t.data<double>().data(), memory + 1);
+}
+
+TEST(CppInterop, DataIsAZeroCopySpan) {
+  const Tensor t = kiln::reshape(kiln::arange(6), {2, 3}).t() + 1;  // computed on read
+  const std::span<const std::int64_t> d = t.data<std::int64_t>();
+  EXPECT_EQ(std::vector<std::int64_t>(d.begin(), d.end()), (I64{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(t.data<std::int64_t>().data(), d.data()) << "the same memory each time";
+  EXPECT_EQ(code_of([&] { (void)t.data<float>(); }), ErrorCode::wrong_type);
+  EXPECT_EQ(code_of([] { (void)Tensor::from_blob(nullptr, {2}, DType::f32); }),
+            ErrorCode::invalid_select);
+  EXPECT_EQ(Tensor::from_blob(nullptr, {0, 3}, DType::f32).numel(), 0);
 }
 
 }  // namespace

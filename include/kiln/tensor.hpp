@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -50,6 +51,14 @@ class Tensor {
     return from(data, Shape{static_cast<std::int64_t>(data.size())});
   }
   static Tensor from_bytes(const void* data, DType dtype, Shape shape);
+  // A leaf that reads the caller's memory (shape's product elements of `dtype`, row-major)
+  // without copying it. The values must not change while the tensor or anything computed from it
+  // lives (graphs are immutable; kiln never writes into this memory). When the last reference
+  // goes, `deleter` (if given) is called with `data`; without one the caller keeps the memory
+  // alive at least as long. Memory that is not 64-byte aligned (what kiln's kernels assume) is
+  // copied right away and `deleter` is called then.
+  static Tensor from_blob(void* data, Shape shape, DType dtype,
+                          std::function<void(void*)> deleter = nullptr);
 
   bool defined() const { return node_ != nullptr; }
   const Shape& shape() const;
@@ -76,6 +85,12 @@ class Tensor {
   }
   // Writes numel() values of type `as` to `dst`. Evaluates if needed.
   void copy_to(void* dst, DType as) const;
+  // The values in row-major order without a copy (evaluates if needed); T must be the dtype's
+  // type (else wrong_type). Valid while this node lives; this handle keeps it alive.
+  template <class T> std::span<const T> data() const {
+    return {static_cast<const T*>(data_ptr(dtype_of_v<T>)), static_cast<std::size_t>(numel())};
+  }
+  const void* data_ptr(DType expected) const;
   // One element, converted to T; negative indices count from the end.
   template <class T> T at(std::span<const std::int64_t> index) const {
     return element(index).template as<T>();

@@ -47,6 +47,31 @@ Tensor Tensor::from_bytes(const void* data, DType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::from_blob(void* data, Shape shape, DType dtype,
+                         std::function<void(void*)> deleter) {
+  Tensor t = detail::make_node(detail::Op::store, dtype, std::move(shape), {});
+  if (data == nullptr && t.numel() > 0)
+    detail::fail(ErrorCode::invalid_select, "from_blob",
+                 "null data for shape " + shape_to_string(t.shape()));
+  if (reinterpret_cast<std::uintptr_t>(data) % 64 != 0) {
+    Tensor copy = from_bytes(data, dtype, t.shape());
+    if (deleter) deleter(data);
+    return copy;
+  }
+  t.node_->result =
+      std::make_shared<detail::Buffer>(dtype, t.numel(), data, std::move(deleter));
+  return t;
+}
+
+const void* Tensor::data_ptr(DType expected) const {
+  if (dtype() != expected)
+    detail::fail(ErrorCode::wrong_type, "data",
+                 std::string("a ") + dtype_name(dtype()) + " tensor " +
+                     shape_to_string(shape()) + " read as " + dtype_name(expected));
+  eval();
+  return n().result->data();
+}
+
 void Tensor::check_count(std::int64_t count, const Shape& shape) {
   for (auto d : shape)
     if (d < 0)

@@ -7,7 +7,7 @@ void reusable(const Kernel& k, const GraphStructure& structure, const SchedulePl
   reuse.assign(k.stored.size() + 1, nullptr);
   auto offer = [&](const Node& out) -> std::shared_ptr<Buffer> {
     Node* old = out.overwrite.get();
-    if (old == nullptr || !old->result || old->result.use_count() != 1 ||
+    if (old == nullptr || !old->result || old->result.use_count() != 1 || old->result->borrowed() ||
         old->result->dtype() != out.dtype || old->result->numel() != out.numel())
       return nullptr;
     const int slot = structure.slot(old);  // -1: not part of this evaluation

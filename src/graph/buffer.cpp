@@ -33,7 +33,20 @@ Buffer::Buffer(DType dtype, std::int64_t numel)
   data_.reset(p);
 }
 
-void Buffer::Free::operator()(std::byte* p) const { free_buffer(p, bytes); }
+Buffer::Buffer(DType dtype, std::int64_t numel, void* external,
+               std::function<void(void*)> release)
+    : dtype_(dtype),
+      numel_(addressable(numel, dtype)),
+      borrowed_(true),
+      data_(static_cast<std::byte*>(external), Free{bytes(), true, std::move(release)}) {}
+
+void Buffer::Free::operator()(std::byte* p) const {
+  if (!borrowed) {
+    free_buffer(p, bytes);
+  } else if (release) {
+    release(p);
+  }
+}
 
 Scalar Buffer::scalar(std::int64_t i) const {
   switch (dtype_) {

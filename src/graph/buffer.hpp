@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "kiln/types.hpp"
@@ -13,6 +14,9 @@ class Buffer {
  public:
   // Throws kiln::Error(out_of_memory) when the allocation fails.
   Buffer(DType dtype, std::int64_t numel);
+  // Wraps memory kiln does not own (Tensor::from_blob); `release` (if any) is called with it when
+  // the buffer dies. Such a buffer is never written into: only kiln's own memory is reused.
+  Buffer(DType dtype, std::int64_t numel, void* external, std::function<void(void*)> release);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
@@ -34,14 +38,18 @@ class Buffer {
     return convert_value<T>(as<double>()[i]);
   }
   Scalar scalar(std::int64_t i) const;
+  bool borrowed() const { return borrowed_; }
 
  private:
   struct Free {
     std::size_t bytes;
+    bool borrowed = false;
+    std::function<void(void*)> release;  // of borrowed memory
     void operator()(std::byte* p) const;
   };
   DType dtype_;
   std::int64_t numel_;
+  bool borrowed_ = false;
   std::unique_ptr<std::byte, Free> data_;
 };
 
