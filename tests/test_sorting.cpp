@@ -8,6 +8,7 @@
 #include <string>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "kiln/kiln.hpp"
@@ -253,6 +254,43 @@ TEST(Sorting, GradientOfTheValuesGoesToTheIndices) {
                     [](const Tensor& x) { return kiln::convert(kiln::argsort(x), DType::f64); },
                     {3, 1, 2}, {3}, {1, 10, 100}),
                 {0, 0, 0});
+}
+
+// Large enough to be split over threads, along the last and an inner axis, with ties and NaN:
+// every executor gives the reference's values (integers and indices bit for bit; the scans walk
+// each line in order, so the floats too).
+TEST(Sorting, LargeShapesAgreeWithTheReferenceOnEveryExecutor) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> d(-20, 20);
+  F64 v(64 * 300);
+  for (double& x : v) x = d(rng) == 20 ? kNaN : d(rng) * 0.25;
+  const auto saved = kiln::current_executor();
+  std::vector<std::vector<double>> want;
+  for (const auto& e : kiln::executors()) {
+    kiln::set_executor(e);
+    const Tensor x = f64(v, {64, 300});
+    const Tensor xi = kiln::convert(kiln::where(kiln::isnan(x), 0.0, x) * 4.0, DType::i32);
+    const std::vector<Tensor> results = {
+        kiln::convert(kiln::argsort(x, 1), DType::f64),
+        kiln::convert(kiln::argsort(x, 0, true), DType::f64),
+        kiln::sort(xi, 0).values,
+        kiln::cumsum(x, 1),
+        kiln::cumprod(kiln::sigmoid(x) + 0.5, 0),
+        kiln::cumsum(xi, 0),
+        kiln::topk(x, 5, 0).values};
+    for (std::size_t r = 0; r < results.size(); ++r) {
+      const F64 got = results[r].to_vector<double>();
+      if (want.size() <= r) {
+        want.push_back(got);
+        continue;
+      }
+      ASSERT_EQ(got.size(), want[r].size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_TRUE(got[i] == want[r][i] || (std::isnan(got[i]) && std::isnan(want[r][i])))
+            << "result " << r << " at " << i << " on " << e->name();
+    }
+  }
+  kiln::set_executor(saved);
 }
 
 }  // namespace
