@@ -515,6 +515,25 @@ std::vector<Row> build_table() {
   add({"log_softmax", [](const Inputs& x) { return kiln::log_softmax(x[0]); }, {{3, 4}}});
   add({"log_softmax_axis0", [](const Inputs& x) { return kiln::log_softmax(x[0], 0); },
        {{3, 4}}});
+  // ---- scans and sorting -------------------------------------------------------------------------
+  add({"cumsum", [](const Inputs& x) { return kiln::cumsum(x[0], 1); }, {{3, 4}}});
+  add({"cumsum_axis0", [](const Inputs& x) { return kiln::cumsum(x[0], -3); }, {{3, 2, 2}}});
+  add({"cumprod", [](const Inputs& x) { return kiln::cumprod(x[0], 1); }, {{3, 4}}});
+  add({"cumprod_axis0", [](const Inputs& x) { return kiln::cumprod(x[0], 0); }, {{3, 4}}});
+  // cumprod at exact zeros: its gradient is exact there, but the gradient's own derivative
+  // misses the terms through the zero (documented at the rule), so it has no row here (a row
+  // without a second-order check must be one whose second derivative is refused); the values
+  // at zeros are checked by hand in test_sorting.cpp (Scans.Gradients).
+  add({"sort_values", [](const Inputs& x) { return kiln::sort(x[0], 1).values; }, {{3, 4}},
+       distinct()});
+  add({"sort_descending_axis0",
+       [](const Inputs& x) { return kiln::sort(x[0], 0, true).values; }, {{3, 4}}, distinct()});
+  add({"topk", [](const Inputs& x) { return kiln::topk(x[0], 2).values; }, {{3, 4}},
+       distinct()});
+  add({"topk_smallest_axis0",
+       [](const Inputs& x) { return kiln::topk(x[0], 2, 0, false).values; }, {{3, 4}},
+       distinct()});
+
   add({"logsumexp", [](const Inputs& x) { return kiln::logsumexp(x[0], 1); }, {{3, 4}}});
   add({"logsumexp_keepdims", [](const Inputs& x) { return kiln::logsumexp(x[0], 0, true); },
        {{3, 4}}});

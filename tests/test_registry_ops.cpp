@@ -517,6 +517,18 @@ const std::vector<Case>& cases() {
       {"softmax", false, [](const Tensor& x) { return kiln::softmax(x, -1); }},
       {"softmax", false, [](const Tensor& x) { return kiln::softmax(x, 1); }},
       {"log_softmax", false, [](const Tensor& x) { return kiln::log_softmax(x, 2); }},
+      {"cumsum", false, [](const Tensor& x) { return kiln::cumsum(x, 1); }},
+      {"cumsum", false, [](const Tensor& x) { return kiln::cumsum(x, -1); }},
+      {"cumprod", false, [](const Tensor& x) { return kiln::cumprod(x, 2); }},
+      {"cumprod", false, [](const Tensor& x) { return kiln::cumprod(kiln::permute(x, {3, 1, 0, 2}), 0); }},
+      {"argsort", false, [](const Tensor& x) { return kiln::argsort(x, 1); }},
+      {"argsort", false, [](const Tensor& x) { return kiln::argsort(x, -1, true); }},
+      {"argsort", false,
+       [](const Tensor& x) { return kiln::argsort(kiln::permute(x, {0, 3, 2, 1}), 2, true); }},
+      // sort and topk are argsort and gather: gradient-checked as gather's cases.
+      {"gather", false, [](const Tensor& x) { return kiln::sort(x, 2).values; }},
+      {"gather", false, [](const Tensor& x) { return kiln::topk(x, 3, -1).values; }},
+      {"gather", false, [](const Tensor& x) { return kiln::topk(x, 2, 0, false).values; }},
   };
   return all;
 }

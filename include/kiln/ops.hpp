@@ -200,6 +200,31 @@ Tensor argmin(const Tensor& a, int axis, bool keepdims = false);
 Tensor argmax(const Tensor& a);
 Tensor argmin(const Tensor& a);
 
+// ---- scans and sorting --------------------------------------------------------------------------
+// A 0-d tensor counts as one element along dim 0 or -1 (as in libtorch).
+//
+// Inclusive scans along `dim`: out[..j..] = x[..0..] (+ or *) ... x[..j..]. The type is kept
+// (integers wrap as kiln's integer arithmetic does; libtorch would give i64 for integer inputs).
+Tensor cumsum(const Tensor& x, int dim);
+Tensor cumprod(const Tensor& x, int dim);
+
+// The sorted values and the i64 positions they came from along the sorted dimension
+// (libtorch's (values, indices) tuple; `auto [v, i] = kiln::sort(x);` works as with libtorch).
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;
+};
+// Stable sorts along `dim`: equal values keep their order; NaN sorts as the largest value (last
+// ascending, first descending), as in libtorch and NumPy. The values are differentiable (the
+// gradient goes back to the indices they came from); the indices are not.
+ValuesIndices sort(const Tensor& x, int dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int dim = -1, bool descending = false);
+// The k largest (largest = false: smallest) values along `dim` and their indices, in sorted
+// order (also when `sorted` is false, where libtorch leaves the order open); ties keep their
+// order. k outside [0, size of dim] is an invalid_select error.
+ValuesIndices topk(const Tensor& x, std::int64_t k, int dim = -1, bool largest = true,
+                   bool sorted = true);
+
 // ---- linear algebra -------------------------------------------------------------------------
 // Matrix product of the last two dimensions; the leading (batch) dimensions broadcast.
 // Both operands need at least 2 dimensions.

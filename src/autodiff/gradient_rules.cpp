@@ -8,6 +8,7 @@
 #include "api/builder.hpp"
 #include "api/window_views.hpp"
 #include "graph/custom_kernel.hpp"
+#include "kiln/composite_ops.hpp"
 #include "kiln/custom.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/ops.hpp"
@@ -308,6 +309,43 @@ KILN_RULE(log_softmax) {
   const int axis = static_cast<int>(b.n.attrs.axes[0]);
   return {b.g - exp(b.node) * sum(b.g, {axis}, true)};
 }
+
+// ---- scans ----
+// cumsum: out[j] sums x[i] for i <= j, so x[i] gets the sum of g[j] for j >= i: the reversed
+// cumsum of g.
+KILN_RULE(cumsum) {
+  const int axis = static_cast<int>(b.n.attrs.axes[0]);
+  return {flip(cumsum(flip(b.g, {axis}), axis), {axis})};
+}
+// cumprod (libtorch's treatment of zeros): d out[j] / d x[i] (i <= j) is the product of x[k] for
+// k <= j, k != i. With z the first zero of the line (or its end):
+//   i < z:  the reversed cumsum of g * out, divided by x[i] (out is 0 from z on, so only j < z
+//           count, and x[i] != 0);
+//   i = z:  the sum over j >= z of g[j] times the cumprod of the line with x[z] read as 1;
+//   i > z:  0 (every product holds x[z] = 0).
+// With no zero in the line this is the first case throughout, and exact to any order. At a zero,
+// the gradient is exact, but its own derivative misses the terms through x[z] of the positions
+// after z (they are the constant 0 here), so second derivatives are right only away from zeros.
+KILN_RULE(cumprod) {
+  const int axis = static_cast<int>(b.n.attrs.axes[0]);
+  const Tensor x = b.in(0), &y = b.node, &g = b.g;
+  const Tensor is_zero = equal(x, 0);                 // i32
+  const Tensor seen = cumsum(is_zero, axis);          // zeros at or before each position
+  const Tensor before_zero = equal(seen, 0);
+  const Tensor first_zero = equal(is_zero * seen, 1);
+  const Tensor one = ones({}, x.dtype());
+  const Tensor reversed = flip(cumsum(flip(g * y, {axis}), axis), {axis});
+  const Tensor before = reversed / where(before_zero, x, one);
+  const Tensor skipped = cumprod(where(first_zero, one, x), axis);
+  const Tensor from_zero = convert(greater(seen, 0), g.dtype());
+  const Tensor at_zero = broadcast_to(sum(g * skipped * from_zero, {axis}, true), x.shape());
+  const Tensor zero = zeros({}, before.dtype());
+  return {where(before_zero, before, where(first_zero, at_zero, zero))};
+}
+
+// ---- sorting ----
+// argsort is index-valued (Gradient::zero); sort and topk gather their values with its indices,
+// so their gradient is gather's.
 
 #undef KILN_RULE
 #undef KILN_UNARY_RULE

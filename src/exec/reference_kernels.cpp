@@ -4,11 +4,13 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "exec/operand.hpp"
 #include "exec/semantics/elementwise.hpp"
 #include "exec/semantics/reduction.hpp"
 #include "exec/semantics/softmax.hpp"
+#include "exec/semantics/sorting.hpp"
 
 namespace kiln::detail {
 
@@ -177,6 +179,55 @@ void softmax_kernel(const Node& n, Buffer& out) {
   });
 }
 
+// The lines along attrs.axes[0]: `outer` blocks of `len` positions `inner` apart.
+struct Lines {
+  std::int64_t outer = 1, len = 1, inner = 1;
+  explicit Lines(const Node& n) {
+    const auto axis = static_cast<std::size_t>(n.attrs.axes[0]);
+    for (std::size_t d = 0; d < axis; ++d) outer *= n.shape[d];
+    for (std::size_t d = axis + 1; d < n.shape.size(); ++d) inner *= n.shape[d];
+    len = n.shape[axis];
+  }
+  std::int64_t at(std::int64_t i, std::int64_t k, std::int64_t j) const {
+    return (i * len + j) * inner + k;
+  }
+};
+
+// cumsum / cumprod: each line in order (semantics/sorting.hpp).
+void scan_kernel(const Node& n, Buffer& out) {
+  const Operand a = Operand::of(*n.inputs[0]);
+  const Lines l(n);
+  dispatch(n.dtype, [&]<class T>() {
+    T* o = out.as<T>();
+    for (std::int64_t i = 0; i < l.outer; ++i)
+      for (std::int64_t k = 0; k < l.inner; ++k) {
+        T running{};
+        for (std::int64_t j = 0; j < l.len; ++j) {
+          const T x = a.get<T>(l.at(i, k, j));
+          running = j == 0 ? x : scan_step(n.op, running, x);
+          o[l.at(i, k, j)] = running;
+        }
+      }
+  });
+}
+
+// argsort: a stable sort of each line (semantics/sorting.hpp), descending when attrs.flag.
+void sort_kernel(const Node& n, Buffer& out) {
+  const Operand a = Operand::of(*n.inputs[0]);
+  const Lines l(n);
+  dispatch(a.dtype, [&]<class T>() {
+    std::vector<T> line(static_cast<std::size_t>(l.len));
+    std::vector<std::int64_t> order(static_cast<std::size_t>(l.len));
+    std::int64_t* o = out.as<std::int64_t>();
+    for (std::int64_t i = 0; i < l.outer; ++i)
+      for (std::int64_t k = 0; k < l.inner; ++k) {
+        for (std::int64_t j = 0; j < l.len; ++j) line[j] = a.get<T>(l.at(i, k, j));
+        argsort_line(line.data(), order.data(), l.len, n.attrs.flag);
+        for (std::int64_t j = 0; j < l.len; ++j) o[l.at(i, k, j)] = order[j];
+      }
+  });
+}
+
 void random_kernel(const Node& n, Buffer& out) {
   const std::int64_t count = out.numel();
   if (n.dtype == DType::f32) {
@@ -227,6 +278,8 @@ void run_reference_kernel(const Node& n, Buffer& out) {
     case OpKind::custom: return run_reference_indexing_kernel(n, out);
     case OpKind::window2d: return run_reference_window2d_kernel(n, out);
     case OpKind::softmax: return softmax_kernel(n, out);
+    case OpKind::scan: return scan_kernel(n, out);
+    case OpKind::sort: return sort_kernel(n, out);
   }
   unsupported(n);
 }

@@ -20,7 +20,8 @@ struct CustomKernel;
 // Op arguments besides the inputs; each op uses the fields its comment names.
 struct Attrs {
   std::vector<std::int64_t> axes;      // permute: perm; reductions: sorted axes;
-                                       // concat, gather, scatter_add: {axis}
+                                       // concat, gather, scatter_add, softmax, scans,
+                                       // argsort: {axis}
   std::vector<std::int64_t> start;     // slice: first index; pad: elements before;
                                        // conv2d, max_pool2d (and gradients): padding
   std::vector<std::int64_t> after;     // pad: elements after
@@ -30,7 +31,8 @@ struct Attrs {
   Scalar value;                        // pad: fill value
   std::uint64_t seed = 0;              // random_uniform
   bool flag = false;                   // broadcast: aligned at the left (inverse);
-                                       // scatter_add: negative indices are dropped
+                                       // scatter_add: negative indices are dropped;
+                                       // argsort: descending
   std::shared_ptr<const CustomKernel> custom;  // custom_map, custom_reduce
 };
 

@@ -32,6 +32,8 @@ enum class OpKind : std::uint8_t {
   custom,   // user-defined C++ callables
   window2d, // 2-D convolution and max pooling over NCHW tensors, and their gradients
   softmax,  // normalisation along attrs.axes[0]: softmax, log_softmax
+  scan,     // inclusive scans along attrs.axes[0]: cumsum, cumprod
+  sort,     // argsort along attrs.axes[0] (stable; attrs.flag: descending; NaN is the largest)
 };
 
 // Which types an op's value operands may have (for sources: the type they are built with). A
@@ -48,7 +50,7 @@ enum class TypeRule : std::uint8_t {
   same,          // the operand type (unary) or the promoted operand type (binary)
   float_valued,  // like `same`, but integer operands give f64
   to_i32,        // i32 result (comparisons, sign, even)
-  to_i64,        // i64 result (argmax, argmin)
+  to_i64,        // i64 result (argmax, argmin, argsort)
 };
 
 // Whether gradients flow through an op (autodiff/gradient_rules.cpp holds one entry per op).
@@ -181,7 +183,10 @@ enum class Gradient : std::uint8_t {
   OP(max_pool2d, window2d, 1, any, same, rule, FOTHER)                                          \
   OP(max_pool2d_grad, window2d, 2, any, same, rule, FOTHER)                                     \
   OP(softmax, softmax, 1, any, float_valued, rule, FOTHER)                                      \
-  OP(log_softmax, softmax, 1, any, float_valued, rule, FOTHER)
+  OP(log_softmax, softmax, 1, any, float_valued, rule, FOTHER)                                  \
+  OP(cumsum, scan, 1, any, same, rule, FOTHER)                                                  \
+  OP(cumprod, scan, 1, any, same, rule, FOTHER)                                                 \
+  OP(argsort, sort, 1, any, to_i64, zero, FOTHER)
 
 // For consumers that treat every row alike: define KILN_OP_ROW(name, kind, arity, operands,
 // result, gradient, flint), then expand KILN_OP_ROWS().

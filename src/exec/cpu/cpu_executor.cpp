@@ -3,8 +3,8 @@
 // run. Each kind of kernel has its file: fused elementwise kernels (fused_program.cpp,
 // elementwise_kernels.cpp), reductions (reduce.cpp), matmul (gemm.cpp: oneDNN for f32, OpenBLAS
 // for f64 and small f32 products), convolution and pooling (window2d.cpp), softmax, gather and
-// scatter_add; every other op runs its reference kernel, which KILN_DEBUG names. Work is split
-// over OpenMP's thread team (parallel.hpp).
+// scatter_add, scans and argsort (sorting.cpp); every other op runs its reference kernel, which
+// KILN_DEBUG names. Work is split over OpenMP's thread team (parallel.hpp).
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -17,6 +17,7 @@
 #include "exec/cpu/indexing.hpp"
 #include "exec/cpu/parallel.hpp"
 #include "exec/cpu/softmax.hpp"
+#include "exec/cpu/sorting.hpp"
 #include "exec/cpu/window2d.hpp"
 #include "exec/fusion.hpp"
 #include "exec/kernel_profile.hpp"
@@ -57,6 +58,12 @@ bool run_single(const Kernel& k) {
     fast = true;
   } else if (kind == OpKind::concat) {
     run_concat(k, *out);
+    fast = true;
+  } else if (kind == OpKind::scan) {
+    run_scan(k, *out);
+    fast = true;
+  } else if (kind == OpKind::sort) {
+    run_argsort(k, *out);
     fast = true;
   }
   if (!fast) run_reference_kernel(root, *out);
