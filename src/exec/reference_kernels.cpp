@@ -227,6 +227,7 @@ void run_reference_kernel(const Node& n, Buffer& out) {
     case OpKind::custom: return run_reference_indexing_kernel(n, out);
     case OpKind::window2d: return run_reference_window2d_kernel(n, out);
     case OpKind::softmax: return softmax_kernel(n, out);
+    case OpKind::linalg: return run_lapack_kernel(n, out);
   }
   unsupported(n);
 }

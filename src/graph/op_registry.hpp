@@ -32,6 +32,8 @@ enum class OpKind : std::uint8_t {
   custom,   // user-defined C++ callables
   window2d, // 2-D convolution and max pooling over NCHW tensors, and their gradients
   softmax,  // normalisation along attrs.axes[0]: softmax, log_softmax
+  linalg,   // LAPACK on the host, per matrix of the leading (batch) dimensions; the ops with
+            // several results (qr, svd, eigh) are one node per result, attrs.axes[0] choosing it
 };
 
 // Which types an op's value operands may have (for sources: the type they are built with). A
@@ -181,7 +183,14 @@ enum class Gradient : std::uint8_t {
   OP(max_pool2d, window2d, 1, any, same, rule, FOTHER)                                          \
   OP(max_pool2d_grad, window2d, 2, any, same, rule, FOTHER)                                     \
   OP(softmax, softmax, 1, any, float_valued, rule, FOTHER)                                      \
-  OP(log_softmax, softmax, 1, any, float_valued, rule, FOTHER)
+  OP(log_softmax, softmax, 1, any, float_valued, rule, FOTHER)                                  \
+  OP(solve, linalg, 2, floating, same, rule, FOTHER)                                            \
+  OP(det, linalg, 1, floating, same, rule, FOTHER)                                              \
+  OP(cholesky, linalg, 1, floating, same, rule, FOTHER)                                         \
+  OP(qr, linalg, 1, floating, same, rule, FOTHER)                                               \
+  OP(svd, linalg, 1, floating, same, rule, FOTHER)                                              \
+  OP(eigh, linalg, 1, floating, same, rule, FOTHER)                                             \
+  OP(lstsq, linalg, 2, floating, same, rule, FOTHER)
 
 // For consumers that treat every row alike: define KILN_OP_ROW(name, kind, arity, operands,
 // result, gradient, flint), then expand KILN_OP_ROWS().
