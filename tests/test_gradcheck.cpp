@@ -509,6 +509,52 @@ std::vector<Row> build_table() {
        [](const Inputs& x) { return kiln::index_select(x[0], -1, i64({2, 0}, {2})); },
        {{2, 2, 3}}});
 
+  // ---- linear algebra (kiln/linalg.hpp) -------------------------------------------------------
+  // Inputs kept well conditioned: x + 3 I (x in [-1.5, 1.5] signed, diagonally dominant enough
+  // for 3 x 3), X X^T / 3 + I for the symmetric positive definite ones. svd and eigh are read
+  // through functions that do not depend on the signs of the vectors (distinct values: the random
+  // inputs have gaps far above h).
+  {
+    const auto mT = [](const Tensor& t) { return kiln::transpose(t, -1, -2); };
+    const auto dominant = [](const Tensor& t) {
+      return t + kiln::eye(t.shape().back(), t.shape().back(), DType::f64) * 3.0;
+    };
+    const auto spd = [mT](const Tensor& t) {
+      return kiln::matmul(t, mT(t)) / 3.0 + kiln::eye(t.shape()[t.rank() - 2], std::nullopt, DType::f64);
+    };
+    add({"solve", [=](const Inputs& x) { return kiln::solve(dominant(x[0]), x[1]); },
+         {{3, 3}, {3, 2}}});
+    add({"solve_vector_batched", [=](const Inputs& x) { return kiln::solve(dominant(x[0]), x[1]); },
+         {{2, 3, 3}, {2, 3}}});
+    add({"inv", [=](const Inputs& x) { return kiln::inv(dominant(x[0])); }, {{2, 3, 3}}});
+    add({"det", [=](const Inputs& x) { return kiln::det(dominant(x[0])); }, {{2, 3, 3}}});
+    add({"cholesky", [=](const Inputs& x) { return kiln::cholesky(spd(x[0])); }, {{2, 3, 4}}});
+    add({"qr_q", [](const Inputs& x) { return kiln::qr(x[0]).q; }, {{4, 3}}});
+    add({"qr_r", [](const Inputs& x) { return kiln::qr(x[0]).r; }, {{2, 3, 3}}});
+    add({"svd_s", [](const Inputs& x) { return kiln::svd(x[0]).s; }, {{2, 4, 3}}});
+    add({"svd_usv_tall", [](const Inputs& x) {
+           const kiln::SVD f = kiln::svd(x[0]);
+           return kiln::matmul(f.u * kiln::square(f.s).unsqueeze(-2), f.vh);
+         }, {{4, 3}}});
+    add({"svd_v_s_vh_wide", [mT](const Inputs& x) {  // V diag(S) Vh of a wide A (n > k)
+           const kiln::SVD f = kiln::svd(x[0]);
+           return kiln::matmul(mT(f.vh) * f.s.unsqueeze(-2), f.vh);
+         }, {{2, 4}}});
+    add({"svd_u_times_vh", [](const Inputs& x) {  // U Vh: the signs cancel
+           const kiln::SVD f = kiln::svd(x[0]);
+           return kiln::matmul(f.u, f.vh);
+         }, {{3, 4}}});
+    add({"eigh_values", [=](const Inputs& x) { return kiln::eigh(spd(x[0])).eigenvalues; },
+         {{2, 3, 3}}});
+    add({"eigh_vectors", [=](const Inputs& x) {  // V diag(1, 2, 3) V^T
+           const Tensor v = kiln::eigh(spd(x[0])).eigenvectors;
+           const Tensor d = Tensor::from(F64{1, 2, 3}, {1, 3});
+           return kiln::matmul(v * d, mT(v));
+         }, {{3, 3}}});
+    add({"lstsq", [=](const Inputs& x) { return kiln::lstsq(x[0], x[1]); }, {{5, 3}, {5, 2}}});
+    add({"lstsq_vector", [=](const Inputs& x) { return kiln::lstsq(x[0], x[1]); }, {{4, 2}, {4}}});
+  }
+
   // ---- activations, losses, dropout, custom kernels ---------------------------------------------
   add({"softmax", [](const Inputs& x) { return kiln::softmax(x[0]); }, {{3, 4}}});
   add({"softmax_axis0", [](const Inputs& x) { return kiln::softmax(x[0], 0); }, {{3, 4}}});

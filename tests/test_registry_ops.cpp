@@ -427,6 +427,16 @@ Tensor gradient_of(const std::function<Tensor(const Tensor&)>& f, const Tensor& 
   return kiln::gradient(kiln::sum(f(leaf) * weights), leaf);
 }
 
+// [2, 3, 4, 4] matrices of x with 6 I added: diagonally dominant for x's values in [-2, 2].
+Tensor well_conditioned(const Tensor& x) {
+  return flat_part(x, {2, 3, 4, 4}) + kiln::eye(4, 4, x.dtype()) * 6;
+}
+// [2, 3, 4, 4] symmetric positive definite matrices M M^T / 4 + I, M from x.
+Tensor positive_definite(const Tensor& x) {
+  const Tensor m = kiln::slice_axis(x, 3, 0, 4);
+  return kiln::matmul(m, kiln::transpose(m, -1, -2)) / 4 + kiln::eye(4, 4, x.dtype());
+}
+
 struct Case {
   std::string_view op;    // the registry row it covers
   bool smooth_only;       // inputs without NaN, infinities and ties (library kernels)
@@ -529,6 +539,39 @@ const std::vector<Case>& cases() {
       {"gather", false, [](const Tensor& x) { return kiln::sort(x, 2).values; }},
       {"gather", false, [](const Tensor& x) { return kiln::topk(x, 3, -1).values; }},
       {"gather", false, [](const Tensor& x) { return kiln::topk(x, 2, 0, false).values; }},
+      // The linalg rows on well-conditioned matrices built from x (4 x 4 blocks plus a multiple
+      // of I, symmetric positive definite ones for cholesky and eigh); the decompositions are
+      // read through functions that do not depend on the signs LAPACK chose for the vectors.
+      {"solve", true,
+       [](const Tensor& x) { return kiln::solve(well_conditioned(x), flat_part(x, {2, 3, 4, 2})); }},
+      {"det", true, [](const Tensor& x) { return kiln::det(well_conditioned(x)); }},
+      {"cholesky", true, [](const Tensor& x) { return kiln::cholesky(positive_definite(x)); }},
+      {"qr", true,
+       [](const Tensor& x) {  // Q R and the projector Q Q^T of a tall [2, 3, 5, 4]
+         const kiln::QR f = kiln::qr(kiln::transpose(x, -1, -2));
+         return kiln::concat({kiln::matmul(f.q, f.r),
+                              kiln::slice_axis(kiln::matmul(f.q, kiln::transpose(f.q, -1, -2)),
+                                               3, 0, 4)}, 3);
+       }},
+      {"svd", true,
+       [](const Tensor& x) {  // U diag(S) Vh, S, and U U^T of a wide [2, 3, 4, 5]
+         const kiln::SVD f = kiln::svd(x);
+         const Tensor usv = kiln::matmul(f.u * kiln::unsqueeze(f.s, -2), f.vh);
+         return kiln::concat({usv, kiln::unsqueeze(f.s, -1),
+                              kiln::matmul(f.u, kiln::transpose(f.u, -1, -2))}, 3);
+       }},
+      {"eigh", true,
+       [](const Tensor& x) {  // w and V diag(w^2) V^T
+         const kiln::Eigh f = kiln::eigh(positive_definite(x));
+         const Tensor& v = f.eigenvectors;
+         const Tensor w2 = kiln::unsqueeze(f.eigenvalues * f.eigenvalues, -2);
+         return kiln::concat({kiln::unsqueeze(f.eigenvalues, -1),
+                              kiln::matmul(v * w2, kiln::transpose(v, -1, -2))}, 3);
+       }},
+      {"lstsq", true,
+       [](const Tensor& x) {  // a tall [2, 3, 5, 4] A
+         return kiln::lstsq(kiln::transpose(x, -1, -2), flat_part(x * 0.5, {2, 3, 5, 2}));
+       }},
   };
   return all;
 }

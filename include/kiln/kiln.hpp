@@ -9,6 +9,7 @@
 #include "kiln/executor.hpp"
 #include "kiln/graph.hpp"
 #include "kiln/indexing.hpp"
+#include "kiln/linalg.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/random.hpp"
 #include "kiln/tensor.hpp"

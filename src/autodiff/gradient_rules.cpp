@@ -11,6 +11,7 @@
 #include "kiln/composite_ops.hpp"
 #include "kiln/custom.hpp"
 #include "kiln/indexing.hpp"
+#include "kiln/linalg.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/windows.hpp"
 
@@ -273,6 +274,98 @@ KILN_RULE(custom_map) {
   if (!b.n.attrs.custom || !b.n.attrs.custom->derivative)
     fail(ErrorCode::illegal_derive, b.n.info().name, "map_elements was given no derivative");
   return {b.g * map_elements(b.in(0), b.n.attrs.custom->derivative)};
+}
+
+// ---- linear algebra (kiln/linalg.hpp): PyTorch's formulas, built from ops with gradients ----
+Tensor mT(const Tensor& x) { return transpose(x, -1, -2); }
+Tensor identity_like(const Tensor& x) {  // I [n, n] for x [..., n, n] or [..., n]
+  const std::int64_t n = x.shape().back();
+  return eye(n, n, x.dtype());
+}
+Tensor diag_embed(const Tensor& v) { return unsqueeze(v, -1) * identity_like(v); }
+Tensor diagonal_of(const Tensor& x) { return sum(x * identity_like(x), {x.rank() - 1}); }
+Tensor right_divide(const Tensor& x, const Tensor& r) { return mT(solve(r, mT(x))); }  // x r^-T
+
+KILN_RULE(solve) {  // X = A^-1 B: gB = A^-T g, gA = -gB X^T
+  const Tensor gb = solve(mT(b.in(0)), b.g);
+  return {neg(matmul(gb, mT(b.node))), gb};
+}
+KILN_RULE(det) {  // g det(A) A^-T (A must be invertible)
+  const Tensor s = unsqueeze(unsqueeze(b.g * b.node, -1), -1);
+  return {s * mT(inv(b.in(0)))};
+}
+KILN_RULE(cholesky) {  // L^-T Phi(L^T g) L^-1, Phi: the lower triangle symmetrised, diagonal halved
+  const Tensor l = b.node;
+  const Tensor p = tril(matmul(mT(l), b.g));
+  const Tensor phi = (p + mT(tril(p, -1))) * 0.5;
+  return {mT(solve(mT(l), mT(solve(mT(l), phi))))};  // (L^-T (L^-T phi)^T)^T
+}
+KILN_RULE(qr) {  // m >= n: (gQ + Q syminvadj(triu(gR R^T - Q^T gQ))) R^-T
+  const Tensor a = b.in(0);
+  const Shape& s = a.shape();
+  if (s[s.size() - 2] < s.back())
+    fail(ErrorCode::illegal_derive, "qr",
+         "the gradient is implemented for m >= n (tall or square A), got " + shape_str(s));
+  const QR f = qr(a);
+  const bool of_q = b.n.attrs.axes[0] == 0;
+  const Tensor m = of_q ? neg(matmul(mT(f.q), b.g)) : matmul(b.g, mT(f.r));
+  const Tensor x = triu(m);
+  Tensor ga = matmul(f.q, x + mT(x) - diag_embed(diagonal_of(x)));
+  if (of_q) ga = ga + b.g;
+  return {right_divide(ga, f.r)};
+}
+KILN_RULE(eigh) {  // V (diag(gw) + skew(V^T gV) / E) V^T, E[i, j] = w[j] - w[i]
+  const Eigh f = eigh(b.in(0));
+  const Tensor& v = f.eigenvectors;
+  Tensor inner;
+  if (b.n.attrs.axes[0] == 0) {
+    inner = diag_embed(b.g);
+  } else {
+    const Tensor& w = f.eigenvalues;
+    const Tensor vg = matmul(mT(v), b.g);
+    const Tensor e = unsqueeze(w, -2) - unsqueeze(w, -1) + identity_like(w);
+    inner = (vg - mT(vg)) * 0.5 / e;
+  }
+  return {matmul(v, matmul(inner, mT(v)))};
+}
+KILN_RULE(svd) {  // PyTorch's svd_backward, one of gU, gS, gVh at a time (it is linear in them)
+  const Tensor a = b.in(0);
+  const std::int64_t m = a.shape()[a.shape().size() - 2], n = a.shape().back();
+  const std::int64_t k = std::min(m, n);
+  const SVD f = svd(a);
+  const Tensor &u = f.u, &s = f.s, &vh = f.vh;
+  const auto part = b.n.attrs.axes[0];
+  if (part == 1) return {matmul(u, matmul(diag_embed(b.g), vh))};
+  const Tensor s2 = s * s;
+  const Tensor e = unsqueeze(s2, -2) - unsqueeze(s2, -1) + identity_like(s);  // s[k]^2 - s[j]^2
+  if (part == 0) {  // gU
+    const Tensor x = matmul(mT(u), b.g);
+    Tensor ga = matmul(u, (x - mT(x)) * (unsqueeze(s, -2) / e));
+    if (m > k) {
+      const Tensor gus = b.g / unsqueeze(s, -2);
+      ga = ga + gus - matmul(u, matmul(mT(u), gus));
+    }
+    return {matmul(ga, vh)};
+  }
+  const Tensor v = mT(vh);  // gVh
+  const Tensor x = matmul(vh, mT(b.g));
+  Tensor ga = matmul(unsqueeze(s, -1) * (x - mT(x)) / e, vh);
+  if (n > k) {
+    const Tensor sgvh = b.g / unsqueeze(s, -1);
+    ga = ga + sgvh - matmul(matmul(sgvh, v), vh);
+  }
+  return {matmul(u, ga)};
+}
+KILN_RULE(lstsq) {  // full-rank tall A, through the normal equations: G = (A^T A)^-1 g
+  const Tensor a = b.in(0), rhs = b.in(1), x = b.node;
+  const Shape& s = a.shape();
+  if (s[s.size() - 2] < s.back())
+    fail(ErrorCode::illegal_derive, "lstsq",
+         "the gradient is implemented for m >= n (tall or square A of full rank), got " +
+             shape_str(s));
+  const Tensor g = solve(matmul(mT(a), a), b.g);
+  const Tensor r = rhs - matmul(a, x);
+  return {matmul(r, mT(g)) - matmul(a, matmul(g, mT(x))), matmul(a, g)};
 }
 
 // ---- convolution and pooling ----

@@ -280,6 +280,7 @@ void run_reference_kernel(const Node& n, Buffer& out) {
     case OpKind::softmax: return softmax_kernel(n, out);
     case OpKind::scan: return scan_kernel(n, out);
     case OpKind::sort: return sort_kernel(n, out);
+    case OpKind::linalg: return run_lapack_kernel(n, out);
   }
   unsupported(n);
 }

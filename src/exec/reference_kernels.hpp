@@ -16,6 +16,10 @@ void run_reference_indexing_kernel(const Node& node, Buffer& out);
 // The kernels of conv2d, max_pool2d and their gradients (reference_window2d_kernels.cpp).
 void run_reference_window2d_kernel(const Node& node, Buffer& out);
 
+// The kernels of the linalg rows: LAPACK on the host (lapack_kernels.cpp). Every executor calls
+// this same function, so LAPACK is the oracle for these ops.
+void run_lapack_kernel(const Node& node, Buffer& out);
+
 // The uniform [0, 1) value number `index` of the stream `seed`: a counter-based generator, so
 // every executor produces the same values in any order.
 double uniform_value(std::uint64_t seed, std::uint64_t index);

@@ -34,6 +34,8 @@ enum class OpKind : std::uint8_t {
   softmax,  // normalisation along attrs.axes[0]: softmax, log_softmax
   scan,     // inclusive scans along attrs.axes[0]: cumsum, cumprod
   sort,     // argsort along attrs.axes[0] (stable; attrs.flag: descending; NaN is the largest)
+  linalg,   // LAPACK on the host, per matrix of the leading (batch) dimensions; the ops with
+            // several results (qr, svd, eigh) are one node per result, attrs.axes[0] choosing it
 };
 
 // Which types an op's value operands may have (for sources: the type they are built with). A
@@ -186,7 +188,14 @@ enum class Gradient : std::uint8_t {
   OP(log_softmax, softmax, 1, any, float_valued, rule, FOTHER)                                  \
   OP(cumsum, scan, 1, any, same, rule, FOTHER)                                                  \
   OP(cumprod, scan, 1, any, same, rule, FOTHER)                                                 \
-  OP(argsort, sort, 1, any, to_i64, zero, FOTHER)
+  OP(argsort, sort, 1, any, to_i64, zero, FOTHER)                                               \
+  OP(solve, linalg, 2, floating, same, rule, FOTHER)                                            \
+  OP(det, linalg, 1, floating, same, rule, FOTHER)                                              \
+  OP(cholesky, linalg, 1, floating, same, rule, FOTHER)                                         \
+  OP(qr, linalg, 1, floating, same, rule, FOTHER)                                               \
+  OP(svd, linalg, 1, floating, same, rule, FOTHER)                                              \
+  OP(eigh, linalg, 1, floating, same, rule, FOTHER)                                             \
+  OP(lstsq, linalg, 2, floating, same, rule, FOTHER)
 
 // For consumers that treat every row alike: define KILN_OP_ROW(name, kind, arity, operands,
 // result, gradient, flint), then expand KILN_OP_ROWS().

@@ -3,8 +3,9 @@
 // run. Each kind of kernel has its file: fused elementwise kernels (fused_program.cpp,
 // elementwise_kernels.cpp), reductions (reduce.cpp), matmul (gemm.cpp: oneDNN for f32, OpenBLAS
 // for f64 and small f32 products), convolution and pooling (window2d.cpp), softmax, gather and
-// scatter_add, scans and argsort (sorting.cpp); every other op runs its reference kernel, which
-// KILN_DEBUG names. Work is split over OpenMP's thread team (parallel.hpp).
+// scatter_add, scans and argsort (sorting.cpp), and the linalg ops through LAPACK (the
+// reference's own kernel); every other op runs its reference kernel, which KILN_DEBUG names.
+// Work is split over OpenMP's thread team (parallel.hpp).
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -64,6 +65,9 @@ bool run_single(const Kernel& k) {
     fast = true;
   } else if (kind == OpKind::sort) {
     run_argsort(k, *out);
+    fast = true;
+  } else if (kind == OpKind::linalg) {  // LAPACK: the same host code as the reference
+    run_lapack_kernel(root, *out);
     fast = true;
   }
   if (!fast) run_reference_kernel(root, *out);
