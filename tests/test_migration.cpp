@@ -68,7 +68,8 @@ std::vector<std::string> table_rows() {
 
 #define ROW(code, ...) rows.push_back({#code, [&] { __VA_ARGS__ }})
 
-std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& v) {
+std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& m2,
+                                const Tensor& v) {
   std::vector<Row> rows;
   ROW(kiln::zeros({2, 3}), expect_tensor(kiln::zeros({2, 3}), DType::f32, {2, 3}, F64(6, 0)););
   ROW(kiln::ones({2, 3}, kiln::DType::f64),
@@ -180,6 +181,25 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
   ROW(kiln::max(x, {-1}),
       expect_tensor(kiln::max(x, {-1}), DType::f64, {2, 3}, {3, 7, 11, 15, 19, 23}););
   ROW(kiln::argmax(x, -1), expect_tensor(kiln::argmax(x, -1), DType::i64, {2, 3}, F64(6, 3)););
+  ROW(kiln::cumsum(x, 2), {
+    const Tensor c = kiln::cumsum(x, 2);
+    expect_tensor(c, DType::f64, {2, 3, 4});
+    EXPECT_EQ(c.at<double>({1, 2, 3}), 20 + 21 + 22 + 23);
+  });
+  ROW(kiln::sort(x, -1, true).values, {
+    const kiln::ValuesIndices s = kiln::sort(x, -1, true);
+    EXPECT_EQ(kiln::sort(x, -1, true).values.at<double>({0, 0, 0}), 3);
+    EXPECT_EQ(s.indices.dtype(), DType::i64);
+    EXPECT_EQ(s.indices.at<std::int64_t>({1, 1, 3}), 0);
+  });
+  ROW(kiln::topk(x, 2).indices,
+      expect_tensor(kiln::topk(x, 2).indices, DType::i64, {2, 3, 2},
+                    {3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2}););
+  ROW(kiln::solve(m2, m), {
+    // m2 = [[2, 1], [1, 3]]: m2 * solve(m2, m) == m.
+    expect_tensor(kiln::matmul(m2, kiln::solve(m2, m)), DType::f64, {2, 3}, {0, 1, 2, 3, 4, 5});
+  });
+  ROW(kiln::det(m2), EXPECT_NEAR(kiln::det(m2).item<double>(), 5.0, 1e-12););
   ROW(kiln::softmax(x, -1), {
     const Tensor s = kiln::softmax(x, -1);
     expect_tensor(s, DType::f64, {2, 3, 4});
@@ -236,7 +256,8 @@ TEST(Migration, EveryRowRunsAndMatchesTheTable) {
       kiln::reshape(kiln::convert(kiln::arange(24), DType::f64), {2, 3, 4});  // [2,3,4] 0..23
   const Tensor m = kiln::reshape(kiln::convert(kiln::arange(6), DType::f64), {2, 3});
   const Tensor v = kiln::convert(kiln::arange(4), DType::f64);
-  const std::vector<Row> rows = migration_rows(x, m, v);
+  const Tensor m2 = kiln::tensor({{2.0, 1.0}, {1.0, 3.0}});
+  const std::vector<Row> rows = migration_rows(x, m, m2, v);
   std::set<std::string> here;
   for (const Row& r : rows) {
     SCOPED_TRACE(r.kiln_code);
