@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exec/operand.hpp"
+#include "exec/reduction_geometry.hpp"
 #include "exec/semantics/elementwise.hpp"
 #include "exec/semantics/reduction.hpp"
 #include "exec/semantics/softmax.hpp"
@@ -179,24 +180,11 @@ void softmax_kernel(const Node& n, Buffer& out) {
   });
 }
 
-// The lines along attrs.axes[0]: `outer` blocks of `len` positions `inner` apart.
-struct Lines {
-  std::int64_t outer = 1, len = 1, inner = 1;
-  explicit Lines(const Node& n) {
-    const auto axis = static_cast<std::size_t>(n.attrs.axes[0]);
-    for (std::size_t d = 0; d < axis; ++d) outer *= n.shape[d];
-    for (std::size_t d = axis + 1; d < n.shape.size(); ++d) inner *= n.shape[d];
-    len = n.shape[axis];
-  }
-  std::int64_t at(std::int64_t i, std::int64_t k, std::int64_t j) const {
-    return (i * len + j) * inner + k;
-  }
-};
 
 // cumsum / cumprod: each line in order (semantics/sorting.hpp).
 void scan_kernel(const Node& n, Buffer& out) {
   const Operand a = Operand::of(*n.inputs[0]);
-  const Lines l(n);
+  const AxisLines l(n);
   dispatch(n.dtype, [&]<class T>() {
     T* o = out.as<T>();
     for (std::int64_t i = 0; i < l.outer; ++i)
@@ -214,7 +202,7 @@ void scan_kernel(const Node& n, Buffer& out) {
 // argsort: a stable sort of each line (semantics/sorting.hpp), descending when attrs.flag.
 void sort_kernel(const Node& n, Buffer& out) {
   const Operand a = Operand::of(*n.inputs[0]);
-  const Lines l(n);
+  const AxisLines l(n);
   dispatch(a.dtype, [&]<class T>() {
     std::vector<T> line(static_cast<std::size_t>(l.len));
     std::vector<std::int64_t> order(static_cast<std::size_t>(l.len));

@@ -5,31 +5,17 @@
 #include "exec/cpu/parallel.hpp"
 #include "exec/cpu/source.hpp"
 #include "exec/operand.hpp"
+#include "exec/reduction_geometry.hpp"
 #include "exec/semantics/sorting.hpp"
 
 namespace kiln::detail::cpu {
-
-namespace {
-
-// The node's lines along attrs.axes[0]: `outer` blocks of `len` positions `inner` apart.
-struct Lines {
-  std::int64_t outer = 1, len = 1, inner = 1;
-  explicit Lines(const Node& n) {
-    const auto axis = static_cast<std::size_t>(n.attrs.axes[0]);
-    for (std::size_t d = 0; d < axis; ++d) outer *= n.shape[d];
-    for (std::size_t d = axis + 1; d < n.shape.size(); ++d) inner *= n.shape[d];
-    len = n.shape[axis];
-  }
-};
-
-}  // namespace
 
 // Per block of `len * inner` values, position j of every line is one step from position j - 1:
 // the inner loop runs over `inner` neighbouring lines (contiguous, so it vectorises), and each
 // line is still walked in order, as the semantics ask.
 void run_scan(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;
-  const Lines l(n);
+  const AxisLines l(n);
   if (n.numel() == 0) return;
   dispatch(n.dtype, [&]<class T>() {
     const Contiguous<T> x(k.inputs[0]);
@@ -59,7 +45,7 @@ void run_scan(const Kernel& k, Buffer& out) {
 // out first.
 void run_argsort(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;
-  const Lines l(n);
+  const AxisLines l(n);
   if (n.numel() == 0) return;
   const bool descending = n.attrs.flag;
   dispatch(k.inputs[0].node->dtype, [&]<class T>() {
