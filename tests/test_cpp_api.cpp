@@ -237,6 +237,28 @@ TEST(CppSeed, SequentialInitialisesInArgumentOrder) {
             params[2].second.value().to_vector<float>()[0]);
 }
 
+TEST(CppConv, Conv1d) {
+  // [1, 1, 5] = 1..5 with the kernel [1, -1]: x[i] - x[i + 1].
+  const Tensor x = kiln::reshape(kiln::tensor({1.0, 2.0, 4.0, 7.0, 11.0}), {1, 1, 5});
+  const Tensor w = kiln::reshape(kiln::tensor({1.0, -1.0}), {1, 1, 2});
+  EXPECT_EQ(vals(kiln::conv1d(x, w)), (F64{-1, -2, -3, -4}));
+  // Padding 1, stride 2, a bias; and an unbatched [C, W] input.
+  const Tensor y = kiln::conv1d(x, w, kiln::tensor({0.5}), {.stride = 2, .padding = 1});
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 3}));
+  EXPECT_EQ(vals(y), (F64{0 - 1 + 0.5, 2 - 4 + 0.5, 7 - 11 + 0.5}));
+  EXPECT_EQ(vals(kiln::conv1d(x[0], w, Tensor(), {.dilation = 2})), (F64{-3, -5, -7}));
+  EXPECT_EQ(code_of([&] { (void)kiln::conv1d(x, x[0]); }), ErrorCode::illegal_dimensionality);
+  // The gradient is conv2d's.
+  x.watch();
+  Tensor g;
+  {
+    kiln::GradientContext ctx;
+    g = kiln::gradient(kiln::sum(kiln::conv1d(x, w)), x);
+  }
+  x.unwatch();
+  EXPECT_EQ(vals(g), (F64{1, 0, 0, 0, -1}));
+}
+
 TEST(CppInterop, FromBlobReadsTheCallersMemoryAndReleasesIt) {
   int released = 0;
   auto* memory = static_cast<float*>(std::aligned_alloc(64, 64 * sizeof(float)));

@@ -424,6 +424,11 @@ std::vector<Row> build_table() {
        {{2, 1, 5, 4}, {2, 1, 2, 2}}});
   add({"conv2d_unbatched", [](const Inputs& x) { return kiln::conv2d(x[0], x[1], x[2]); },
        {{2, 4, 4}, {2, 2, 2, 2}, {2}}});
+  add({"conv1d_stride_padding_dilation_bias",
+       [](const Inputs& x) {
+         return kiln::conv1d(x[0], x[1], x[2], {.stride = 2, .padding = 1, .dilation = 2});
+       },
+       {{2, 3, 7}, {2, 3, 2}, {2}}});
   add({"pooling_sum", [](const Inputs& x) { return kiln::pooling_sum(x[0], {2, 2}, {1, 2}); },
        {{5, 4, 2}}});
   add({"pooling_max", [](const Inputs& x) { return kiln::pooling_max(x[0], {2, 2}, {1, 2}); },

@@ -42,6 +42,14 @@ struct Conv2dOptions {
 };
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               Conv2dOptions options = {});
+// PyTorch's conv1d over [N, C, W] (or [C, W]) with weight [O, C, K]: conv2d over a height of 1.
+struct Conv1dOptions {
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;
+  std::int64_t dilation = 1;
+};
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+              Conv1dOptions options = {});
 
 // PyTorch-style 2-D pooling over [N, C, H, W] (or [C, H, W]). The stride defaults to the kernel
 // size. max_pool2d pads with -infinity; avg_pool2d pads with zeros that count in the average.

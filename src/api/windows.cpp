@@ -263,6 +263,23 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Con
   return input.rank() == 3 ? squeeze(out, 0) : out;
 }
 
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv1dOptions o) {
+  detail::node_of(input, "conv1d");
+  detail::node_of(weight, "conv1d");
+  const int rank = input.rank();
+  if ((rank != 2 && rank != 3) || weight.rank() != 3)
+    detail::fail(ErrorCode::illegal_dimensionality, "conv1d",
+                 "input " + shape_to_string(input.shape()) + " and weight " +
+                     shape_to_string(weight.shape()) +
+                     " (input [N, C, W] or [C, W] and weight [O, C, K] expected)");
+  Conv2dOptions o2;
+  o2.stride = {1, o.stride};
+  o2.padding = {0, o.padding};
+  o2.dilation = {1, o.dilation};
+  const Tensor out = conv2d(unsqueeze(input, -2), unsqueeze(weight, 2), bias, o2);
+  return squeeze(out, -2);
+}
+
 Tensor max_pool2d(const Tensor& input, std::array<std::int64_t, 2> kernel, Pool2dOptions o) {
   const Tensor x = batched("max_pool2d", input);
   std::array<std::int64_t, 2> stride = o.stride;
