@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config
           libdnnl-dev libopenblas-dev libsleef-dev libstb-dev zlib1g-dev
           dataset-fashion-mnist
+          libeigen3-dev
           clang libclang-rt-14-dev libomp-14-dev)
 
 missing=()

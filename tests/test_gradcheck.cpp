@@ -429,6 +429,29 @@ std::vector<Row> build_table() {
          return kiln::conv1d(x[0], x[1], x[2], {.stride = 2, .padding = 1, .dilation = 2});
        },
        {{2, 3, 7}, {2, 3, 2}, {2}}});
+  add({"conv2d_groups",
+       [](const Inputs& x) {
+         return kiln::conv2d(x[0], x[1], Tensor(),
+                             {.stride = {2, 1}, .padding = {1, 0}, .groups = 2});
+       },
+       {{2, 4, 5, 4}, {6, 2, 3, 2}}});
+  add({"conv3d_groups_stride_padding_bias",
+       [](const Inputs& x) {
+         return kiln::conv3d(x[0], x[1], x[2],
+                             {.stride = {2, 1, 1}, .padding = {1, 0, 1}, .groups = 2});
+       },
+       {{1, 4, 4, 3, 3}, {2, 2, 2, 2, 2}, {2}}});
+  add({"conv_transpose2d_stride_output_padding_bias",
+       [](const Inputs& x) {
+         return kiln::conv_transpose2d(
+             x[0], x[1], x[2], {.stride = {2, 1}, .padding = {1, 0}, .output_padding = {1, 0}});
+       },
+       {{1, 2, 3, 3}, {2, 3, 3, 2}, {3}}});
+  add({"conv_transpose2d_groups_dilation",
+       [](const Inputs& x) {
+         return kiln::conv_transpose2d(x[0], x[1], Tensor(), {.dilation = {1, 2}, .groups = 2});
+       },
+       {{2, 4, 2, 3}, {4, 1, 2, 2}}});
   add({"pooling_sum", [](const Inputs& x) { return kiln::pooling_sum(x[0], {2, 2}, {1, 2}); },
        {{5, 4, 2}}});
   add({"pooling_max", [](const Inputs& x) { return kiln::pooling_max(x[0], {2, 2}, {1, 2}); },

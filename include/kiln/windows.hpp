@@ -33,23 +33,53 @@ Tensor pooling_sum(const Tensor& a, std::vector<std::int64_t> window,
 Tensor pooling_max(const Tensor& a, std::vector<std::int64_t> window,
                    std::vector<std::int64_t> steps);
 
-// PyTorch-style 2-D convolution: input [N, C, H, W], weight [O, C, kH, kW], optional bias [O];
-// result [N, O, oH, oW]. Padding adds zeros on both sides.
+// PyTorch-style 2-D convolution: input [N, C, H, W], weight [O, C / groups, kH, kW], optional
+// bias [O]; result [N, O, oH, oW]. Padding adds zeros on both sides. With groups g, the input's
+// channels and the filters are cut into g equal blocks and block i of the filters sees block i of
+// the channels only (g = C is a depthwise convolution).
 struct Conv2dOptions {
   std::array<std::int64_t, 2> stride{1, 1};
   std::array<std::int64_t, 2> padding{0, 0};
   std::array<std::int64_t, 2> dilation{1, 1};
+  std::int64_t groups = 1;
 };
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               Conv2dOptions options = {});
-// PyTorch's conv1d over [N, C, W] (or [C, W]) with weight [O, C, K]: conv2d over a height of 1.
+// PyTorch's conv1d over [N, C, W] (or [C, W]) with weight [O, C / groups, K]: conv2d over a
+// height of 1.
 struct Conv1dOptions {
   std::int64_t stride = 1;
   std::int64_t padding = 0;
   std::int64_t dilation = 1;
+  std::int64_t groups = 1;
 };
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               Conv1dOptions options = {});
+// PyTorch's conv3d over [N, C, D, H, W] (or [C, D, H, W]) with weight [O, C / groups, kD, kH,
+// kW]; result [N, O, oD, oH, oW]. Evaluated as one conv2d whose channels are the kD depth slices
+// of each output plane (the input is read kD times, once per depth tap).
+struct Conv3dOptions {
+  std::array<std::int64_t, 3> stride{1, 1, 1};
+  std::array<std::int64_t, 3> padding{0, 0, 0};
+  std::array<std::int64_t, 3> dilation{1, 1, 1};
+  std::int64_t groups = 1;
+};
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+              Conv3dOptions options = {});
+// PyTorch's conv_transpose2d: input [N, Cin, H, W] (or [Cin, H, W]), weight [Cin, Cout / groups,
+// kH, kW], optional bias [Cout]; result [N, Cout, oH, oW] with
+// oH = (H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1. It is the
+// gradient of conv2d with respect to its input: conv2d with the same options maps the result's
+// shape back to the input's. output_padding must be smaller than the stride.
+struct ConvTranspose2dOptions {
+  std::array<std::int64_t, 2> stride{1, 1};
+  std::array<std::int64_t, 2> padding{0, 0};
+  std::array<std::int64_t, 2> output_padding{0, 0};
+  std::array<std::int64_t, 2> dilation{1, 1};
+  std::int64_t groups = 1;
+};
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+                        ConvTranspose2dOptions options = {});
 
 // PyTorch-style 2-D pooling over [N, C, H, W] (or [C, H, W]). The stride defaults to the kernel
 // size. max_pool2d pads with -infinity; avg_pool2d pads with zeros that count in the average.

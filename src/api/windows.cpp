@@ -5,6 +5,7 @@
 #include "api/builder.hpp"
 #include "api/window_views.hpp"
 #include "graph/shape_math.hpp"
+#include "kiln/composite_ops.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/windows.hpp"
 
@@ -229,55 +230,119 @@ Tensor detail::window2d_node(Op op, Shape shape, const Tensor& a, const Tensor& 
   return make_node(op, t, std::move(shape), std::move(inputs), attrs);
 }
 
+namespace {
+
+// The filters' blocks of a grouped convolution: `one(x_i, w_i)` for each block i of the input's
+// channels (dimension 1) and of the weight's first dimension, joined along the channels.
+template <class One>
+Tensor per_group(const Tensor& x, const Tensor& w, std::int64_t groups, One one) {
+  if (groups == 1) return one(x, w);
+  const std::vector<Tensor> xs = chunk(x, groups, 1);
+  const std::vector<Tensor> ws = chunk(w, groups, 0);
+  std::vector<Tensor> parts;
+  parts.reserve(xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) parts.push_back(one(xs[i], ws[i]));
+  return concat(parts, 1);
+}
+
+// Both operands in their common floating type.
+std::pair<Tensor, Tensor> float_operands(std::string_view op, const Tensor& x, const Tensor& w) {
+  const DType t = promote(x.dtype(), w.dtype());
+  if (!is_float(t))
+    detail::fail(ErrorCode::wrong_type, op,
+                 std::string("needs float tensors, got ") + dtype_name(x.dtype()) + " and " +
+                     dtype_name(w.dtype()));
+  return {x.dtype() == t ? x : convert(x, t), w.dtype() == t ? w : convert(w, t)};
+}
+
+Tensor add_channel_bias(std::string_view op, const Tensor& out, const Tensor& bias) {
+  if (!bias.defined()) return out;
+  const std::int64_t channels = out.shape()[1];
+  if (bias.shape() != Shape{channels})
+    detail::fail(ErrorCode::incompatible_shapes, op,
+                 "bias " + shape_to_string(bias.shape()) + " for " + std::to_string(channels) +
+                     " output channels");
+  Shape per_channel(out.shape().size() - 1, 1);
+  per_channel[0] = channels;
+  return out + reshape(bias, per_channel);
+}
+
+}  // namespace
+
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv2dOptions o) {
-  Tensor x = batched("conv2d", input);
+  const Tensor batch = batched("conv2d", input);
   detail::node_of(weight, "conv2d");
   check_2d("conv2d", o.stride, o.padding, o.dilation);
   const Shape& ws = weight.shape();
-  if (ws.size() != 4 || ws[1] != x.shape()[1])
+  const std::int64_t channels = batch.shape()[1];
+  if (o.groups < 1 || (o.groups > 1 && o.groups > channels) || channels % o.groups != 0 ||
+      ws.size() != 4 || ws[1] != channels / o.groups || ws[0] % o.groups != 0)
     detail::fail(ErrorCode::incompatible_shapes, "conv2d",
                  "weight " + shape_to_string(ws) + " does not fit input " +
-                     shape_to_string(input.shape()) + " (weight [O, C, kH, kW] expected)");
-  const DType t = promote(x.dtype(), weight.dtype());
-  if (!is_float(t))
-    detail::fail(ErrorCode::wrong_type, "conv2d",
-                 std::string("needs float tensors, got ") + dtype_name(x.dtype()) + " and " +
-                     dtype_name(weight.dtype()));
-  Tensor w = weight;
-  if (x.dtype() != t) x = convert(x, t);
-  if (w.dtype() != t) w = convert(w, t);
+                     shape_to_string(input.shape()) + " with " + std::to_string(o.groups) +
+                     " group(s) (weight [O, C / groups, kH, kW] expected, O and C divisible by "
+                     "groups)");
+  const auto [x, w] = float_operands("conv2d", batch, weight);
   const Shape& xs = x.shape();
   const std::int64_t oh =
       windows_along("conv2d", xs[2], ws[2], o.stride[0], o.padding[0], o.dilation[0], xs);
   const std::int64_t ow =
       windows_along("conv2d", xs[3], ws[3], o.stride[1], o.padding[1], o.dilation[1], xs);
-  Tensor out = detail::window2d_node(Op::conv2d, {xs[0], ws[0], oh, ow}, x, w,
-                                     window2d_attrs(o.stride, o.padding, o.dilation));
-  if (bias.defined()) {
-    if (bias.shape() != Shape{ws[0]})
-      detail::fail(ErrorCode::incompatible_shapes, "conv2d",
-                   "bias " + shape_to_string(bias.shape()) + " for " + std::to_string(ws[0]) +
-                       " output channels");
-    out = out + reshape(bias, {ws[0], 1, 1});
-  }
-  return input.rank() == 3 ? squeeze(out, 0) : out;
+  const detail::Attrs attrs = window2d_attrs(o.stride, o.padding, o.dilation);
+  const Tensor out = per_group(x, w, o.groups, [&](const Tensor& xi, const Tensor& wi) {
+    return detail::window2d_node(Op::conv2d, {xs[0], wi.shape()[0], oh, ow}, xi, wi, attrs);
+  });
+  const Tensor biased = add_channel_bias("conv2d", out, bias);
+  return input.rank() == 3 ? squeeze(biased, 0) : biased;
 }
 
-Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Conv1dOptions o) {
-  detail::node_of(input, "conv1d");
-  detail::node_of(weight, "conv1d");
-  const int rank = input.rank();
-  if ((rank != 2 && rank != 3) || weight.rank() != 3)
-    detail::fail(ErrorCode::illegal_dimensionality, "conv1d",
-                 "input " + shape_to_string(input.shape()) + " and weight " +
-                     shape_to_string(weight.shape()) +
-                     " (input [N, C, W] or [C, W] and weight [O, C, K] expected)");
-  Conv2dOptions o2;
-  o2.stride = {1, o.stride};
-  o2.padding = {0, o.padding};
-  o2.dilation = {1, o.dilation};
-  const Tensor out = conv2d(unsqueeze(input, -2), unsqueeze(weight, 2), bias, o2);
-  return squeeze(out, -2);
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                        ConvTranspose2dOptions o) {
+  constexpr std::string_view op = "conv_transpose2d";
+  const Tensor batch = batched(op, input);
+  detail::node_of(weight, op);
+  check_2d(op, o.stride, o.padding, o.dilation);
+  for (int i = 0; i < 2; ++i)
+    if (o.output_padding[i] < 0 || o.output_padding[i] >= o.stride[i])
+      detail::fail(ErrorCode::invalid_select, op,
+                   "output_padding must be at least 0 and smaller than the stride");
+  const Shape& ws = weight.shape();
+  const std::int64_t channels = batch.shape()[1];
+  if (o.groups < 1 || (o.groups > 1 && o.groups > channels) || channels % o.groups != 0 ||
+      ws.size() != 4 || ws[0] != channels || ws[2] < 1 || ws[3] < 1 ||
+      !detail::checked_mul(ws[1], o.groups))
+    detail::fail(ErrorCode::incompatible_shapes, op,
+                 "weight " + shape_to_string(ws) + " does not fit input " +
+                     shape_to_string(input.shape()) + " with " + std::to_string(o.groups) +
+                     " group(s) (weight [Cin, Cout / groups, kH, kW] expected, Cin divisible by "
+                     "groups)");
+  const auto [x, w] = float_operands(op, batch, weight);
+  const Shape& xs = x.shape();
+  // The size whose conv2d windows are the input's positions (output_padding < stride keeps the
+  // windows' count at the input's size).
+  Shape out_shape{xs[0], ws[1] * o.groups, 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const detail::Checked size = detail::checked_add(
+        detail::checked_sub(
+            detail::checked_add(detail::checked_mul(xs[2 + i] - 1, o.stride[i]),
+                                detail::checked_mul(ws[2 + i] - 1, o.dilation[i])),
+            detail::checked_mul(2, o.padding[i])),
+        o.output_padding[i] + 1);
+    if (!size || *size < 1)
+      detail::fail(ErrorCode::invalid_select, op,
+                   "input " + shape_to_string(input.shape()) + " with weight " +
+                       shape_to_string(ws) + " and padding " + std::to_string(o.padding[i]) +
+                       " leaves no output");
+    out_shape[2 + i] = *size;
+  }
+  const detail::Attrs attrs = window2d_attrs(o.stride, o.padding, o.dilation);
+  const Tensor out = per_group(x, w, o.groups, [&](const Tensor& xi, const Tensor& wi) {
+    Shape part = out_shape;
+    part[1] = wi.shape()[1];
+    return detail::window2d_node(Op::conv2d_grad_input, part, xi, wi, attrs);
+  });
+  const Tensor biased = add_channel_bias(op, out, bias);
+  return input.rank() == 3 ? squeeze(biased, 0) : biased;
 }
 
 Tensor max_pool2d(const Tensor& input, std::array<std::int64_t, 2> kernel, Pool2dOptions o) {
