@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "api/flint_rules.hpp"
+#include "graph/op_registry.hpp"
 #include "kiln/kiln.hpp"
 #include "test_support.hpp"
 
@@ -549,7 +551,9 @@ TEST(Unary, FloatValuedF32StaysF32) {
   }
 }
 
-TEST(Unary, FloatValuedOnIntegersGivesF64) {
+// The C++ API computes float-valued ops of integer tensors in the default float type (libtorch's
+// rule); the C API keeps Flint's f64 (detail::flint_unary, the kernels' integer-to-f64 path).
+TEST(Unary, FloatValuedOnIntegersGivesTheDefaultFloatTypeInCpp) {
   for (const auto& op : float_unaries()) {
     SCOPED_TRACE(op.name);
     std::vector<std::int32_t> in32;
@@ -559,9 +563,36 @@ TEST(Unary, FloatValuedOnIntegersGivesF64) {
       want.push_back(op.ref(static_cast<double>(x)));
     }
     auto r32 = op.fn(i32(in32));
+    EXPECT_EQ(r32.dtype(), kiln::default_dtype());
+    expect_values(r32, want, 1e-6, 1e-6);
+    auto r64 = op.fn(i64(op.int_inputs));
+    EXPECT_EQ(r64.dtype(), kiln::default_dtype());
+    expect_values(r64, want, 1e-6, 1e-6);
+  }
+  kiln::set_default_dtype(DType::f64);
+  EXPECT_EQ(kiln::sqrt(i32({4})).dtype(), DType::f64);
+  kiln::set_default_dtype(DType::f32);
+}
+
+TEST(Unary, FloatValuedOnIntegersGivesF64ByFlintsRule) {
+  for (const auto& op : float_unaries()) {
+    SCOPED_TRACE(op.name);
+    kiln::detail::Op id{};
+    bool found = false;
+    for (std::size_t i = 0; i < kiln::detail::kOpCount; ++i)
+      if (kiln::detail::op_info(static_cast<kiln::detail::Op>(i)).name == op.name)
+        id = static_cast<kiln::detail::Op>(i), found = true;
+    ASSERT_TRUE(found);
+    std::vector<std::int32_t> in32;
+    std::vector<double> want;
+    for (auto x : op.int_inputs) {
+      in32.push_back(static_cast<std::int32_t>(x));
+      want.push_back(op.ref(static_cast<double>(x)));
+    }
+    auto r32 = kiln::detail::flint_unary(id, i32(in32));
     EXPECT_EQ(r32.dtype(), DType::f64);
     expect_values(r32, want, 1e-12, 1e-14);
-    auto r64 = op.fn(i64(op.int_inputs));
+    auto r64 = kiln::detail::flint_unary(id, i64(op.int_inputs));
     EXPECT_EQ(r64.dtype(), DType::f64);
     expect_values(r64, want, 1e-12, 1e-14);
   }

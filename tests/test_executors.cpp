@@ -427,9 +427,10 @@ class GraphGen {
       const Expr x = make(d, shape, dtype, exact);
       return Expr{row.unary(clamp(x.t, 100)), x.exact};
     }
-    // Float-valued functions of integer tensors give f64.
+    // Float-valued functions of integer tensors give the default float type (C++'s rule).
     DType from = dtype;
-    if (row.info().type_rule == TypeRule::float_valued && dtype == DType::f64 && chance(0.25))
+    if (row.info().type_rule == TypeRule::float_valued && dtype == kiln::default_dtype() &&
+        chance(0.25))
       from = chance(0.5) ? DType::i32 : DType::i64;
     const Expr x = make(d, shape, from, exact);
     Tensor operand = chance(0.5) ? clamp(x.t, 3) : kiln::abs(clamp(x.t, 3)) + typed(1.1, from);
@@ -658,7 +659,7 @@ class GraphGen {
     if (exact && kiln::is_float(dtype) && (op == kSum || op == kProd || op == kMean))
       return std::nullopt;
     DType in = dtype;
-    if (op == kMean && dtype == DType::f64 && chance(0.3))
+    if (op == kMean && dtype == kiln::default_dtype() && chance(0.3))
       in = chance(0.5) ? DType::i32 : DType::i64;
     if (arg) in = any_dtype();
     const int rank = static_cast<int>(shape.size());

@@ -200,6 +200,21 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
     expect_tensor(kiln::matmul(m2, kiln::solve(m2, m)), DType::f64, {2, 3}, {0, 1, 2, 3, 4, 5});
   });
   ROW(kiln::det(m2), EXPECT_NEAR(kiln::det(m2).item<double>(), 5.0, 1e-12););
+  ROW(kiln::conv_transpose2d(x, kiln::ones({2, 1, 2, 2}, kiln::DType::f64), {}, {.stride = {2, 2}}), {
+    // x as [C = 2, H = 3, W = 4]: every position fills a 2x2 block with the sum of its channels.
+    const Tensor y =
+        kiln::conv_transpose2d(x, kiln::ones({2, 1, 2, 2}, kiln::DType::f64), {}, {.stride = {2, 2}});
+    expect_tensor(y, DType::f64, {1, 6, 8});
+    EXPECT_EQ(y.at<double>({0, 5, 7}), 11 + 23);
+    EXPECT_EQ(kiln::sum(y).item<double>(), 4 * 276);
+  });
+  ROW(kiln::conv3d(x.view({1, 1, 2, 3, 4}), kiln::ones({1, 1, 2, 1, 1}, kiln::DType::f64)), {
+    // Two depth planes summed: x[0] + x[1] = 2 j + 12.
+    F64 want;
+    for (int j = 0; j < 12; ++j) want.push_back(2 * j + 12);
+    expect_tensor(kiln::conv3d(x.view({1, 1, 2, 3, 4}), kiln::ones({1, 1, 2, 1, 1}, kiln::DType::f64)),
+                  DType::f64, {1, 1, 1, 3, 4}, want);
+  });
   ROW(kiln::softmax(x, -1), {
     const Tensor s = kiln::softmax(x, -1);
     expect_tensor(s, DType::f64, {2, 3, 4});

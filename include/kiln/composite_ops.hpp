@@ -79,7 +79,7 @@ inline Tensor operator!(const Tensor& x) { return logical_not(x); }
 inline Tensor operator~(const Tensor& x) { return logical_not(x); }
 
 // ---- reductions ----------------------------------------------------------------------------------
-// With no dims every dimension is reduced. Integer tensors are computed in f64.
+// With no dims every dimension is reduced. Integer tensors are computed in default_dtype().
 // Variance with divisor max(0, N - correction), N the number of reduced elements (1: unbiased).
 Tensor var(const Tensor& x, std::vector<int> dims = {}, std::int64_t correction = 1,
            bool keepdim = false);

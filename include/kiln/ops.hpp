@@ -148,7 +148,8 @@ inline Tensor operator/(Scalar a, const Tensor& b) { return div(a, b); }
 // ---- unary elementwise --------------------------------------------------------------------------
 // neg, abs, square and relu keep the type. sign returns i32 (1 where a >= 0, else -1). even needs
 // an integer tensor and returns i32 (1 where a is even). The other functions are float-valued:
-// f32 stays f32, f64 stays f64, integer tensors give f64.
+// f32 stays f32, f64 stays f64, integer tensors give default_dtype() (libtorch's rule; the C
+// API keeps Flint's f64).
 Tensor neg(const Tensor& a);
 Tensor abs(const Tensor& a);
 Tensor sign(const Tensor& a);
@@ -187,7 +188,8 @@ inline Tensor operator-(const Tensor& a) { return neg(a); }
 // ---- reductions ---------------------------------------------------------------------------------
 // With no axes, all axes are reduced (a 0-d result). Reducing an empty dimension gives 0 for sum,
 // 1 for prod, NaN for mean, and is an error for min, max, argmin and argmax.
-// sum, prod, min and max keep the type; mean is float-valued (integers give f64).
+// sum, prod, min and max keep the type; mean is float-valued (integers give
+// default_dtype()).
 Tensor sum(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 Tensor prod(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 Tensor min(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);

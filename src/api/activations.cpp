@@ -27,7 +27,8 @@ Tensor normalised(detail::Op op, const Tensor& a, int axis) {
   const int ax = detail::normalize_axis(name, axis, a.rank(), a.shape());
   detail::Attrs attrs;
   attrs.axes = {ax};
-  return detail::make_node(op, detail::result_type(op, a.dtype()), a.shape(), {a.node()},
+  const Tensor x = detail::float_operand(op, a);
+  return detail::make_node(op, detail::result_type(op, x.dtype()), x.shape(), {x.node()},
                            std::move(attrs));
 }
 }  // namespace
@@ -63,9 +64,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
 
 Tensor gelu(const Tensor& a) {
   detail::node_of(a, "gelu");
-  const DType t = is_float(a.dtype()) ? a.dtype() : DType::f64;
+  const Tensor x = detail::float_operand(a);
+  const DType t = x.dtype();
   const Tensor half = full({}, 0.5, t), one = full({}, 1, t);
-  return half * a * (one + erf(a * full({}, std::numbers::sqrt2 / 2, t)));
+  return half * x * (one + erf(x * full({}, std::numbers::sqrt2 / 2, t)));
 }
 
 }  // namespace kiln

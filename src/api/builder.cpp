@@ -7,6 +7,7 @@
 #include "graph/graph_lock.hpp"
 #include "graph/shape_math.hpp"
 #include "kiln/autodiff.hpp"
+#include "kiln/ops.hpp"
 
 namespace kiln::detail {
 
@@ -86,6 +87,14 @@ Tensor auto_evaluated(Tensor t) {
 }
 
 }  // namespace
+
+Tensor float_operand(const Tensor& a) {
+  return is_integer(a.dtype()) ? convert(a, default_dtype()) : a;
+}
+
+Tensor float_operand(Op op, const Tensor& a) {
+  return op_info(op).type_rule == TypeRule::float_valued ? float_operand(a) : a;
+}
 
 Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs) {
   check_shape(op_info(op).name, shape);

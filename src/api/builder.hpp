@@ -14,6 +14,13 @@ namespace kiln::detail {
 // Throws kiln::Error(code, "<op>: <what>").
 [[noreturn]] void fail(ErrorCode code, std::string_view op, const std::string& what);
 
+// The operand of an op whose values are floats, as the C++ API takes it: an integer tensor is
+// converted to default_dtype() first (libtorch's rule). Flint's rule, which the C API keeps,
+// computes such ops of integers in f64 (the registry's float_valued type rule).
+Tensor float_operand(const Tensor& a);
+// The same, for the operand of `op` when its type rule is float_valued; others pass unchanged.
+Tensor float_operand(Op op, const Tensor& a);
+
 // The node of a defined handle; an empty handle is an error of `op`.
 const NodePtr& node_of(const Tensor& t, std::string_view op);
 

@@ -17,8 +17,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Reductions of integer tensors are computed in f64, as kiln's mean.
-Tensor as_float(const Tensor& x) { return is_float(x.dtype()) ? x : convert(x, DType::f64); }
+// Reductions of integer tensors are computed in the default float type, as kiln's mean.
+Tensor as_float(const Tensor& x) { return detail::float_operand(x); }
 
 // i32 0/1: non-zero (NaN included) is true.
 Tensor truth(const Tensor& x) { return not_equal(x, typed(0, x.dtype())); }

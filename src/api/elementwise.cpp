@@ -100,10 +100,15 @@ const Tensor& weak_constant(Scalar value, DType t) {
   return detail::shared_constant(value.cast(as));
 }
 
-Tensor unary(Op op, const Tensor& a) {
-  const std::string_view name = detail::op_info(op).name;
-  detail::node_of(a, name);
+// Flint's unary node: integer operands of float-valued ops are computed in f64.
+Tensor flint_unary_node(Op op, const Tensor& a) {
+  detail::node_of(a, detail::op_info(op).name);
   return detail::make_node(op, detail::result_type(op, a.dtype()), a.shape(), {a.node()});
+}
+
+Tensor unary(Op op, const Tensor& a) {
+  detail::node_of(a, detail::op_info(op).name);
+  return flint_unary_node(op, detail::float_operand(op, a));
 }
 
 }  // namespace
@@ -138,6 +143,8 @@ KILN_OP_REGISTRY(KILN_NO_PUBLIC_FUNCTION_, KILN_PUBLIC_UNARY_, KILN_PUBLIC_BINAR
 #undef KILN_PUBLIC_UNARY_
 #undef KILN_PUBLIC_BINARY_
 #undef KILN_PLAIN_UNARY_
+
+Tensor detail::flint_unary(Op op, const Tensor& a) { return flint_unary_node(op, a); }
 
 Tensor detail::flint_binary(Op op, const Tensor& a, const Tensor& b) {
   return binary(op, a, b, Alignment::flint_fallback);

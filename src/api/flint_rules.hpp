@@ -1,5 +1,5 @@
-// Flint's rules for binary elementwise ops, which the C API keeps (the spec's decision 1 and the
-// Flint document's broadcasting): a scalar has the type its C suffix names, and shapes that do not
+// Flint's rules for elementwise ops, which the C API keeps (the spec's decision 1 and the Flint
+// document's broadcasting): a float-valued op of an integer tensor is computed in f64, a scalar has the type its C suffix names, and shapes that do not
 // fit aligned at the right are aligned at the left. The C++ API's own forms make scalars weak and
 // align at the left only operands marked with inverse_broadcast().
 #pragma once
@@ -9,6 +9,7 @@
 
 namespace kiln::detail {
 
+Tensor flint_unary(Op op, const Tensor& a);  // integers give f64 where the values are floats
 Tensor flint_binary(Op op, const Tensor& a, const Tensor& b);
 Tensor flint_binary(Op op, const Tensor& a, Scalar b);
 Tensor flint_binary(Op op, Scalar a, const Tensor& b);

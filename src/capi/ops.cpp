@@ -110,22 +110,26 @@ KILN_ALL_RIGHT(fequal, detail::Op::equal, FEQUAL)
     return guarded(call, kNull,                                                             \
                    [&] { return make_node(kfn(call.node(a, "a").tensor), OPT, {a}); });     \
   }
-KILN_UNARY(flog, kiln::log, FLOG)
-KILN_UNARY(flog2, kiln::log2, FLOG2)
-KILN_UNARY(flog10, kiln::log10, FLOG10)
-KILN_UNARY(fsin, kiln::sin, FSIN)
-KILN_UNARY(fsqrt_g, kiln::sqrt, FSQRT)
-KILN_UNARY(fexp, kiln::exp, FEXP)
-KILN_UNARY(fcos, kiln::cos, FCOS)
-KILN_UNARY(ftan, kiln::tan, FTAN)
-KILN_UNARY(fasin, kiln::asin, FASIN)
-KILN_UNARY(facos, kiln::acos, FACOS)
-KILN_UNARY(fatan, kiln::atan, FATAN)
+// Ops whose values are floats: Flint computes them of integer tensors in f64.
+#define KILN_FLINT_UNARY(cname, op, OPT) \
+  KILN_UNARY(cname, [](const Tensor& x) { return kiln::detail::flint_unary(kiln::detail::Op::op, x); }, OPT)
+KILN_FLINT_UNARY(flog, log, FLOG)
+KILN_FLINT_UNARY(flog2, log2, FLOG2)
+KILN_FLINT_UNARY(flog10, log10, FLOG10)
+KILN_FLINT_UNARY(fsin, sin, FSIN)
+KILN_FLINT_UNARY(fsqrt_g, sqrt, FSQRT)
+KILN_FLINT_UNARY(fexp, exp, FEXP)
+KILN_FLINT_UNARY(fcos, cos, FCOS)
+KILN_FLINT_UNARY(ftan, tan, FTAN)
+KILN_FLINT_UNARY(fasin, asin, FASIN)
+KILN_FLINT_UNARY(facos, acos, FACOS)
+KILN_FLINT_UNARY(fatan, atan, FATAN)
 KILN_UNARY(fneg, kiln::neg, FNEG)
 KILN_UNARY(fsign, kiln::sign, FSIGN)
 KILN_UNARY(feven, kiln::even, FEVEN)
 KILN_UNARY(fabs_g, kiln::abs, FABS)
 KILN_UNARY(fflatten, kiln::flatten, FLATTEN)
+#undef KILN_FLINT_UNARY
 #undef KILN_UNARY
 
 // ---- matrix multiplication and reductions --------------------------------------------------------
