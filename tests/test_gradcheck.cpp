@@ -559,6 +559,8 @@ std::vector<Row> build_table() {
     add({"cholesky", [=](const Inputs& x) { return kiln::cholesky(spd(x[0])); }, {{2, 3, 4}}});
     add({"qr_q", [](const Inputs& x) { return kiln::qr(x[0]).q; }, {{4, 3}}});
     add({"qr_r", [](const Inputs& x) { return kiln::qr(x[0]).r; }, {{2, 3, 3}}});
+    add({"qr_q_wide", [](const Inputs& x) { return kiln::qr(x[0]).q; }, {{3, 5}}});
+    add({"qr_r_wide", [](const Inputs& x) { return kiln::qr(x[0]).r; }, {{2, 3, 4}}});
     add({"svd_s", [](const Inputs& x) { return kiln::svd(x[0]).s; }, {{2, 4, 3}}});
     add({"svd_usv_tall", [](const Inputs& x) {
            const kiln::SVD f = kiln::svd(x[0]);
@@ -581,6 +583,9 @@ std::vector<Row> build_table() {
          }, {{3, 3}}});
     add({"lstsq", [=](const Inputs& x) { return kiln::lstsq(x[0], x[1]); }, {{5, 3}, {5, 2}}});
     add({"lstsq_vector", [=](const Inputs& x) { return kiln::lstsq(x[0], x[1]); }, {{4, 2}, {4}}});
+    add({"lstsq_wide", [=](const Inputs& x) { return kiln::lstsq(x[0], x[1]); }, {{2, 4}, {2, 3}}});
+    add({"lstsq_wide_vector_batched", [=](const Inputs& x) { return kiln::lstsq(x[0], x[1]); },
+         {{2, 2, 3}, {2, 2}}});
   }
 
   // ---- activations, losses, dropout, custom kernels ---------------------------------------------

@@ -217,15 +217,4 @@ TEST(Linalg, SingularAndIndefiniteMatricesFailWhenEvaluated) {
   }
 }
 
-TEST(Linalg, GradientsOfQrAndLstsqOfWideMatricesAreRefused) {
-  const Tensor a = (kiln::uniform({2, 4}, 3, DType::f64) + 0.5).watch();
-  kiln::GradientContext ctx;
-  const Tensor y = kiln::sum(kiln::qr(a).r);
-  EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::gradient(y, a); }),
-            kiln::ErrorCode::illegal_derive);
-  const Tensor z = kiln::sum(kiln::lstsq(a, kiln::ones({2}, DType::f64)));
-  EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::gradient(z, a); }),
-            kiln::ErrorCode::illegal_derive);
-}
-
 }  // namespace

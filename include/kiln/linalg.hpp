@@ -9,8 +9,8 @@
 // built from these ops (so differentiable again). Where a gradient is not defined it is not
 // meaningful either: svd with repeated singular values (or a zero one where U or Vh of a
 // non-square matrix is used), eigh with repeated eigenvalues when the eigenvectors are used, qr
-// of a wide matrix (m < n: an illegal_derive error), lstsq of a wide (m < n: illegal_derive) or
-// rank-deficient A. The signs of the singular vectors and eigenvectors are LAPACK's; a function
+// of a matrix whose leading square block is singular, lstsq of a rank-deficient A (lstsq of a
+// wide A is its minimum-norm solution, differentiated as such). The signs of the singular vectors and eigenvectors are LAPACK's; a function
 // whose gradient is taken should not depend on them (U diag(S) Vh, V diag(w) V^T, |V|, ...).
 #pragma once
 

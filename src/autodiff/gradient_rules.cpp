@@ -319,19 +319,29 @@ KILN_RULE(cholesky) {  // L^-T Phi(L^T g) L^-1, Phi: the lower triangle symmetri
   const Tensor phi = (p + mT(tril(p, -1))) * 0.5;
   return {mT(solve(mT(l), mT(solve(mT(l), phi))))};  // (L^-T (L^-T phi)^T)^T
 }
-KILN_RULE(qr) {  // m >= n: (gQ + Q syminvadj(triu(gR R^T - Q^T gQ))) R^-T
+// The gradient of A = QR for square or tall A, from the gradients of Q and of R (either may be
+// undefined: zero): (gQ + Q syminvadj(triu(gR R^T - Q^T gQ))) R^-T.
+Tensor qr_backward(const Tensor& q, const Tensor& r, const Tensor& gq, const Tensor& gr) {
+  Tensor m;
+  if (gr.defined()) m = matmul(gr, mT(r));
+  if (gq.defined()) m = m.defined() ? m - matmul(mT(q), gq) : neg(matmul(mT(q), gq));
+  const Tensor x = triu(m);
+  Tensor ga = matmul(q, x + mT(x) - diag_embed(diagonal_of(x)));
+  if (gq.defined()) ga = ga + gq;
+  return right_divide(ga, r);
+}
+KILN_RULE(qr) {  // wide A = [X | Y] (m < n): X = Q U is square, V = Q^T Y (PyTorch's approach)
   const Tensor a = b.in(0);
-  const Shape& s = a.shape();
-  if (s[s.size() - 2] < s.back())
-    fail(ErrorCode::illegal_derive, "qr",
-         "the gradient is implemented for m >= n (tall or square A), got " + shape_str(s));
   const QR f = qr(a);
   const bool of_q = b.n.attrs.axes[0] == 0;
-  const Tensor m = of_q ? neg(matmul(mT(f.q), b.g)) : matmul(b.g, mT(f.r));
-  const Tensor x = triu(m);
-  Tensor ga = matmul(f.q, x + mT(x) - diag_embed(diagonal_of(x)));
-  if (of_q) ga = ga + b.g;
-  return {right_divide(ga, f.r)};
+  const int last = a.rank() - 1;
+  const std::int64_t m = a.shape()[static_cast<std::size_t>(last - 1)], n = a.shape().back();
+  if (m >= n) return {of_q ? qr_backward(f.q, f.r, b.g, Tensor()) : qr_backward(f.q, f.r, Tensor(), b.g)};
+  const Tensor y = slice_axis(a, last, m, n);
+  const Tensor u = slice_axis(f.r, last, 0, m);
+  if (of_q) return {concat(qr_backward(f.q, u, b.g, Tensor()), zeros_like(y), last)};
+  const Tensor gu = slice_axis(b.g, last, 0, m), gv = slice_axis(b.g, last, m, n);
+  return {concat(qr_backward(f.q, u, matmul(y, mT(gv)), gu), matmul(f.q, gv), last)};
 }
 KILN_RULE(eigh) {  // V (diag(gw) + skew(V^T gV) / E) V^T, E[i, j] = w[j] - w[i]
   const Eigh f = eigh(b.in(0));
@@ -375,16 +385,20 @@ KILN_RULE(svd) {  // PyTorch's svd_backward, one of gU, gS, gVh at a time (it is
   }
   return {matmul(u, ga)};
 }
-KILN_RULE(lstsq) {  // full-rank tall A, through the normal equations: G = (A^T A)^-1 g
+KILN_RULE(lstsq) {  // A of full rank; tall or square through the normal equations (A^T A)^-1
   const Tensor a = b.in(0), rhs = b.in(1), x = b.node;
   const Shape& s = a.shape();
-  if (s[s.size() - 2] < s.back())
-    fail(ErrorCode::illegal_derive, "lstsq",
-         "the gradient is implemented for m >= n (tall or square A of full rank), got " +
-             shape_str(s));
-  const Tensor g = solve(matmul(mT(a), a), b.g);
-  const Tensor r = rhs - matmul(a, x);
-  return {matmul(r, mT(g)) - matmul(a, matmul(g, mT(x))), matmul(a, g)};
+  if (s[s.size() - 2] >= s.back()) {
+    const Tensor g = solve(matmul(mT(a), a), b.g);
+    const Tensor r = rhs - matmul(a, x);
+    return {matmul(r, mT(g)) - matmul(a, matmul(g, mT(x))), matmul(a, g)};
+  }
+  // Wide: the minimum-norm solution X = A^T H B, H = (A A^T)^-1. With Z = H B and gB = H A g:
+  // gA = Z g^T - (gB Z^T + Z gB^T) A.
+  const Tensor h_rows = matmul(a, mT(a));
+  const Tensor z = solve(h_rows, rhs);
+  const Tensor gb = solve(h_rows, matmul(a, b.g));
+  return {matmul(z, mT(b.g)) - matmul(matmul(gb, mT(z)) + matmul(z, mT(gb)), a), gb};
 }
 
 // ---- convolution and pooling ----
