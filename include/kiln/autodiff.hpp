@@ -6,22 +6,10 @@
 
 #include <vector>
 
+#include "kiln/gradient_mode.hpp"
 #include "kiln/tensor.hpp"
 
 namespace kiln {
-
-// While at least one GradientContext lives (on any thread), new nodes are differentiable.
-class GradientContext {
- public:
-  GradientContext();
-  ~GradientContext();
-  GradientContext(const GradientContext&) = delete;
-  GradientContext& operator=(const GradientContext&) = delete;
-};
-bool in_gradient_context();
-// The same as a GradientContext's constructor and destructor, for code without scopes (C API).
-void start_gradient_context();
-void stop_gradient_context();
 
 // The gradient of sum(y) with respect to each x: one tensor per x with x's shape, f32 when y and
 // x are f32, else f64. A variable y does not depend on is given zeros. Errors (illegal_derive):

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "exec/evaluate.hpp"
+#include "graph/gradient_mode.hpp"
 #include "graph/graph_lock.hpp"
 #include "graph/shape_math.hpp"
 #include "kiln/autodiff.hpp"

@@ -40,9 +40,6 @@ void check_arity(std::string_view op, std::size_t given, const Shape& shape, con
 
 std::string shape_str(const Shape& s);
 
-// Whether this thread is inside a gradient context.
-bool gradient_context_active();
-
 // While one lives on a thread, the nodes that thread builds are not evaluated for their depth.
 // gradients() builds a whole backward graph under one: each of its nodes deeper than the limit
 // would otherwise evaluate the forward graph below it again, and deep graphs took quadratic time.

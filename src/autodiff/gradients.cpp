@@ -14,24 +14,10 @@
 namespace kiln {
 
 namespace {
-// Per thread: a context on one thread must not change how another thread's graphs are built
-// (outside a context, deep graphs are evaluated as they grow; inside, they are kept whole).
-// (initial-exec: read for every node built; see graph_lock.cpp.)
-thread_local int context_depth __attribute__((tls_model("initial-exec"))) = 0;
-
 std::string describe(const Tensor& t) {
   return shape_to_string(t.shape()) + (t.name().empty() ? "" : " \"" + t.name() + "\"");
 }
 }  // namespace
-
-GradientContext::GradientContext() { start_gradient_context(); }
-GradientContext::~GradientContext() { stop_gradient_context(); }
-bool in_gradient_context() { return context_depth > 0; }
-void start_gradient_context() { ++context_depth; }
-void stop_gradient_context() {
-  if (context_depth > 0) --context_depth;
-}
-bool detail::gradient_context_active() { return in_gradient_context(); }
 
 std::vector<Tensor> gradients(const Tensor& y, const std::vector<Tensor>& xs) {
   detail::node_of(y, "gradients");

@@ -1,11 +1,10 @@
-// Names and small value types: dtype names, the default float type, Scalar, error codes, shape
-// strings.
+// The vocabulary every layer uses (kiln/types.hpp, kiln/error.hpp): dtype names, the default
+// float type, Scalar, error codes, shape strings.
 #include <atomic>
 #include <cmath>
 #include <sstream>
 
 #include "kiln/error.hpp"
-#include "kiln/tensor.hpp"
 #include "kiln/types.hpp"
 
 namespace kiln {

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Checks kiln's layering: each directory of src/ uses only the directories below it, both in
+its #include lines and at link level (the symbols its object files need and which directory's
+object files define them). Usage: layering.py SOURCE_DIR OBJECT_FILE...
+
+    graph      the IR, storage, shapes, gradient mode: the vocabulary of every layer
+    exec       the runtime and the backends (reference, cpu)
+    api        the C++ front end
+    autodiff   gradients, built with the front end's ops
+    data, nn   datasets; layers, optimisers, training
+    capi       the Flint C API over all of them
+"""
+import collections
+import os
+import re
+import subprocess
+import sys
+
+BELOW = {
+    "graph": set(),
+    "exec": {"graph"},
+    "api": {"graph", "exec"},
+    "autodiff": {"graph", "exec", "api"},
+    "data": {"graph", "exec", "api"},
+    "nn": {"graph", "exec", "api", "autodiff"},
+    "capi": {"graph", "exec", "api", "autodiff", "data", "nn"},
+}
+# Public headers that declare vocabulary only (no Tensor): what graph/ may include.
+VOCABULARY = {"kiln/types.hpp", "kiln/error.hpp", "kiln/gradient_mode.hpp"}
+# The backend interface: what exec/ may include besides the vocabulary.
+BACKEND_INTERFACE = {"kiln/executor.hpp"}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def layer_of(path, src):
+    rel = os.path.relpath(path, src)
+    return rel.split(os.sep)[0]
+
+
+def check_includes(src):
+    problems = []
+    for root, _, files in os.walk(src):
+        for name in files:
+            path = os.path.join(root, name)
+            layer = layer_of(path, src)
+            if layer not in BELOW:
+                problems.append(f"{path}: directory {layer} has no place in the layering table")
+                continue
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            for header in INCLUDE.findall(text):
+                top = header.split("/")[0]
+                if top == "kiln":
+                    allowed = True
+                    if layer == "graph":
+                        allowed = header in VOCABULARY
+                    elif layer == "exec":
+                        allowed = header in VOCABULARY | BACKEND_INTERFACE
+                    if not allowed:
+                        problems.append(f"{path}: {layer}/ includes the front-end header {header}")
+                elif top in BELOW and top != layer and top not in BELOW[layer]:
+                    problems.append(f"{path}: {layer}/ includes {header}, a layer above it")
+    return problems
+
+
+def symbols(obj, defined):
+    args = ["nm", "-C", "--defined-only" if defined else "--undefined-only", obj]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    result = set()
+    for line in out.splitlines():
+        parts = line.split(None, 2)
+        if defined:
+            # Global text, data, read-only data and BSS (weak and inline symbols are everywhere).
+            if len(parts) == 3 and parts[1] in "TDRB":
+                result.add(parts[2])
+        elif len(parts) == 2 and parts[0] == "U":
+            result.add(parts[1])
+    return result
+
+
+def check_links(objects):
+    layer_of_obj = {}
+    for obj in objects:
+        m = re.search(r"/src/([a-z_]+)/", obj)
+        if m and m.group(1) in BELOW:
+            layer_of_obj[obj] = m.group(1)
+    definers = collections.defaultdict(set)
+    for obj, layer in layer_of_obj.items():
+        for s in symbols(obj, True):
+            definers[s].add(layer)
+    problems = []
+    for obj, layer in layer_of_obj.items():
+        for s in sorted(symbols(obj, False)):
+            for other in definers.get(s, ()):
+                if other != layer and other not in BELOW[layer]:
+                    problems.append(f"{os.path.basename(obj)} ({layer}/) needs {s} from {other}/")
+    return problems, len(layer_of_obj)
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    src = os.path.join(sys.argv[1], "src")
+    problems = check_includes(src)
+    link_problems, count = check_links(sys.argv[2:])
+    problems += link_problems
+    if count == 0:
+        problems.append("no object files of src/ were given: the link-level check saw nothing")
+    for p in problems:
+        print(p)
+    print(f"layering: {count} object files, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
