@@ -30,6 +30,9 @@ std::shared_ptr<Executor> cpu_executor();
 // here; the registry-driven op test (tests/test_registry_ops.cpp) then runs every op on it
 // against the reference, and KILN_EXECUTOR=<its name> makes it the default.
 std::vector<std::shared_ptr<Executor>> executors();
+// The executor of that name (as KILN_EXECUTOR names them); an unknown name is an invalid_select
+// error that lists the names.
+std::shared_ptr<Executor> find_executor(std::string_view name);
 // The executor eval() uses: cpu_executor(), or the one named by the environment variable
 // KILN_EXECUTOR (reference or cpu) at start-up, until set_executor() picks another.
 std::shared_ptr<Executor> current_executor();

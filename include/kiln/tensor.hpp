@@ -20,6 +20,7 @@ namespace detail {
 struct Node;
 }
 class TensorIndex;
+class Executor;
 
 // An evaluated tensor that no gradient can pass through (built outside a gradient context, not
 // watched) becomes a leaf holding its values: the graph below it is let go, as Flint's C++ API
@@ -73,6 +74,9 @@ class Tensor {
   // Computes this tensor (and whatever of its graph is not computed yet) and keeps the result;
   // outside gradient contexts the tensor then becomes a leaf (see above).
   const Tensor& eval() const;
+  // The same on a given executor (kiln::executors() lists them; find_executor picks one by
+  // name) instead of the current one; this thread's other evaluations are not affected.
+  const Tensor& eval(Executor& executor) const;
   bool is_evaluated() const;
   // A new leaf with this tensor's values (evaluated first if needed). It shares the values'
   // memory instead of copying them, and has no graph behind it.

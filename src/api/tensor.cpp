@@ -99,6 +99,11 @@ const Tensor& Tensor::eval() const {
   detail::evaluate(*detail::node_of(*this, "eval"));
   return *this;
 }
+const Tensor& Tensor::eval(Executor& executor) const {
+  detail::Node* targets[] = {detail::node_of(*this, "eval").get()};
+  detail::evaluate(targets, executor);
+  return *this;
+}
 bool Tensor::is_evaluated() const { return n().result != nullptr; }
 
 Tensor Tensor::detach() const {

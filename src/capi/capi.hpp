@@ -128,7 +128,10 @@ Shape to_shape(const std::size_t* shape, int dimensions, const char* what = "sha
 
 // ---- execution (execution.cpp) -----------------------------------------------------------------
 bool eager_enabled() noexcept;
-// Computes the node with the CPU backend (initializing it) and sets result_data.
+// Computes the node with the current executor (the CPU one unless KILN_EXECUTOR or
+// set_executor chose another), initializing the CPU backend, and sets result_data.
 void execute(CNode& node);
+// The same on the CPU executor, whichever executor is current (fExecuteGraph_cpu).
+void execute_on_cpu(CNode& node);
 
 }  // namespace kiln::capi

@@ -56,6 +56,12 @@ void execute(CNode& node) {
   attach_result(node);
 }
 
+void execute_on_cpu(CNode& node) {
+  init_cpu();
+  node.tensor.eval(*cpu_executor());
+  attach_result(node);
+}
+
 }  // namespace kiln::capi
 
 using namespace kiln;
@@ -116,18 +122,22 @@ int fIsEagerExecution(void) { return eager.load() ? 1 : 0; }
 
 // ---- execution ---------------------------------------------------------------------------------
 
-static FGraphNode* execute_as(const char* function, FGraphNode* node) {
+static FGraphNode* execute_as(const char* function, FGraphNode* node, bool on_cpu = false) {
   Call call(function);
   return guarded(call, static_cast<FGraphNode*>(nullptr), [&] {
-    execute(call.node(node, "node"));
+    CNode& n = call.node(node, "node");
+    if (on_cpu) execute_on_cpu(n);
+    else execute(n);
     return node;
   });
 }
 
 FGraphNode* fExecuteGraph(FGraphNode* node) { return execute_as("fExecuteGraph", node); }
-FGraphNode* fExecuteGraph_cpu(FGraphNode* node) { return execute_as("fExecuteGraph_cpu", node); }
+FGraphNode* fExecuteGraph_cpu(FGraphNode* node) {
+  return execute_as("fExecuteGraph_cpu", node, true);
+}
 FGraphNode* fExecuteGraph_cpu_eagerly(FGraphNode* node) {
-  return execute_as("fExecuteGraph_cpu_eagerly", node);
+  return execute_as("fExecuteGraph_cpu_eagerly", node, true);
 }
 FGraphNode* fCalculateResult(FGraphNode* node) { return execute_as("fCalculateResult", node); }
 

@@ -3,12 +3,14 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <string_view>
 
 #include "exec/cpu/parallel.hpp"
 #include "exec/evaluate.hpp"
 #include "graph/graph_lock.hpp"
 #include "graph/node.hpp"
+#include "kiln/error.hpp"
 
 namespace kiln {
 
@@ -51,6 +53,17 @@ std::vector<std::shared_ptr<Executor>> executors() {
   return {reference_executor(), cpu_executor()};
 }
 
+std::shared_ptr<Executor> find_executor(std::string_view name) {
+  std::string names;
+  for (auto& e : executors()) {
+    if (e->name() == name) return e;
+    names += (names.empty() ? "" : ", ") + std::string(e->name());
+  }
+  throw Error(ErrorCode::invalid_select,
+              "find_executor: no executor named \"" + std::string(name) + "\" (kiln has " + names +
+                  ")");
+}
+
 std::shared_ptr<Executor> current_executor() {
   std::lock_guard lock(executor_mutex());
   return executor_slot();
@@ -67,11 +80,13 @@ void set_num_threads(int threads) { detail::set_thread_count(threads); }
 
 namespace detail {
 
-void evaluate(std::span<Node* const> nodes) {
+void evaluate(std::span<Node* const> nodes) { evaluate(nodes, executor_for_evaluation()); }
+
+void evaluate(std::span<Node* const> nodes, Executor& executor) {
   // Results are cached in shared nodes, so evaluations are serialised, and nobody builds on or
   // walks the nodes while they change.
   GraphWriteLock lock;
-  executor_for_evaluation().execute(nodes);
+  executor.execute(nodes);
   // An evaluated node that no gradient can pass through becomes a leaf holding its values, and
   // the graph below it is released (Flint's fOptimizeMemory, which its C++ API applies after
   // every execution): `x = x + y; x.eval();` in a loop then keeps one node alive, not a chain.
