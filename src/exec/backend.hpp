@@ -1,0 +1,48 @@
+// The interface a backend implements. The runtime (runtime.hpp) does everything that is the same
+// for every backend: the structural walk and the schedule cache, the memory plan, empty results,
+// host fallback, releasing intermediate results, and KILN_DEBUG / KILN_PROFILE output. A backend
+// only says who it is and runs the kernels of the schedule.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exec/fusion.hpp"
+#include "exec/schedule_cache.hpp"
+#include "graph/buffer.hpp"
+
+namespace kiln::detail {
+
+// How a backend answered one kernel.
+enum class KernelOutcome {
+  ran,          // computed with the backend's own code
+  fell_back,    // computed, with the reference code (the backend's choice for this case)
+  unsupported,  // not computed: the runtime runs the reference kernel on the host. Only for
+                // kernels of one node (matmul, single): fused kernels must be run.
+};
+
+// One kernel of an evaluation, as the runtime hands it to the backend.
+struct KernelRun {
+  const Kernel& kernel;
+  KernelPlan& plan;  // what the backend prepares for the kernel it keeps in plan.prepared
+  const GraphStructure& structure;
+  // Elementwise kernels: per output (root, then the stored nodes), a buffer the output may take
+  // over instead of a new one (the memory plan's in-place updates), or null.
+  const std::vector<std::shared_ptr<Buffer>>& reuse;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // Called once at the start of each evaluation that runs kernels.
+  virtual void begin_evaluation() {}
+  // What KILN_DEBUG prints in each schedule's header ("avx512, 2 threads").
+  virtual std::string setup() const { return {}; }
+  // Computes the kernel's root (and its stored nodes) into their `result`s.
+  virtual KernelOutcome run(const KernelRun& run) = 0;
+};
+
+}  // namespace kiln::detail

@@ -1,0 +1,121 @@
+// The runtime every backend shares. One evaluation: the structure of the graph below the targets
+// is walked and keyed, the schedule for that structure is found in the cache (or made), bound to
+// this graph's nodes, and its kernels run in order on the backend; a result no later kernel, no
+// handle and no caller needs is released after its last reader.
+#include "exec/runtime.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "exec/kernel_profile.hpp"
+#include "exec/memory_policy.hpp"
+#include "exec/reference_kernels.hpp"
+#include "graph/node.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln::detail {
+
+namespace {
+
+bool debug_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_DEBUG");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  return on;
+}
+
+class Runtime final : public Executor {
+ public:
+  explicit Runtime(std::unique_ptr<Backend> backend) : backend_(std::move(backend)) {}
+
+  std::string_view name() const override { return backend_->name(); }
+
+  void execute(std::span<Node* const> targets) override {
+    if (std::all_of(targets.begin(), targets.end(), [](Node* t) { return t->result != nullptr; }))
+      return;
+    backend_->begin_evaluation();
+    const ProfileTimer scheduling;
+    structure_.build(targets);
+    bool cached = false;
+    SchedulePlan& plan = cache_.plan(targets, structure_, cached);
+    plan.bind(structure_, kernels_);
+    const std::vector<Kernel>& kernels = kernels_;
+    if (scheduling.on())
+      profile_label(cached ? "scheduling (cached)" : "scheduling", scheduling.seconds());
+    if (debug_enabled() && !kernels.empty()) {
+      const std::string setup = backend_->setup();
+      std::cerr << "[kiln] schedule (" << backend_->name() << (setup.empty() ? "" : ", ") << setup
+                << (cached ? ", cached" : "") << "):\n"
+                << describe(kernels);
+    }
+    // Results of kernels are released after their last reader unless a handle or a target
+    // needs them.
+    std::vector<int>& readers = readers_;
+    readers.assign(plan.readers.begin(), plan.readers.end());
+    const std::vector<Node*>& nodes = structure_.nodes();
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      const Kernel& k = kernels[i];
+      KernelPlan& p = plan.kernels[i];
+      const ProfileTimer timer;
+      bool fell_back = false;
+      // A result with no elements needs no kernel, however large the other sizes of its shape:
+      // kernels that loop over those (concat's outer rows, a copy through a permutation) would
+      // spend time and memory on them for nothing.
+      if (k.root->numel() == 0) {
+        k.root->result = std::make_shared<Buffer>(k.root->dtype, 0);
+        for (Node* s : k.stored) s->result = std::make_shared<Buffer>(s->dtype, 0);
+      } else {
+        if (k.kind == Kernel::Kind::elementwise) reusable(k, structure_, plan, readers, reuse_);
+        const KernelOutcome outcome = backend_->run({k, p, structure_, reuse_});
+        reuse_.clear();
+        if (outcome == KernelOutcome::unsupported) host_fallback(k);
+        fell_back = outcome != KernelOutcome::ran;
+      }
+      if (fell_back && debug_enabled())
+        std::cerr << "[kiln] reference kernel: " << k.root->info().name << " "
+                  << dtype_name(k.root->dtype) << shape_to_string(k.root->shape) << " (the "
+                  << backend_->name() << " executor has no kernel of its own for it)\n";
+      if (timer.on()) profile_kernel(k, timer.seconds(), fell_back);
+      for (int slot : p.reads) {
+        const auto s = static_cast<std::size_t>(slot);
+        Node* n = nodes[s];
+        if (--readers[s] == 0 && plan.computed[s] && !plan.requested[s] && n->handles.load() == 0)
+          n->result.reset();
+      }
+    }
+  }
+
+ private:
+  // The reference kernel of a one-node kernel the backend does not run, on the host.
+  void host_fallback(const Kernel& k) {
+    if (!k.body.empty() || !k.stored.empty())
+      throw Error(ErrorCode::internal_error,
+                  std::string("the ") + std::string(backend_->name()) + " backend left a fused " +
+                      kind_name(k.kind) + " kernel of " + std::string(k.root->info().name) +
+                      " undone");
+    auto out = std::make_shared<Buffer>(k.root->dtype, k.root->numel());
+    run_reference_kernel(*k.root, *out);
+    k.root->result = std::move(out);
+  }
+
+  std::unique_ptr<Backend> backend_;
+  GraphStructure structure_;
+  ScheduleCache cache_;
+  // Per-evaluation scratch kept between evaluations (they are serialised), so that a repeated
+  // small graph allocates nothing here.
+  std::vector<Kernel> kernels_;
+  std::vector<int> readers_;
+  std::vector<std::shared_ptr<Buffer>> reuse_;
+};
+
+}  // namespace
+
+std::shared_ptr<Executor> make_runtime(std::unique_ptr<Backend> backend) {
+  return std::make_shared<Runtime>(std::move(backend));
+}
+
+}  // namespace kiln::detail
