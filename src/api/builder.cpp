@@ -97,16 +97,28 @@ Tensor float_operand(Op op, const Tensor& a) {
   return op_info(op).type_rule == TypeRule::float_valued ? float_operand(a) : a;
 }
 
-Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs) {
+namespace {
+template <class... MaybeAttrs>
+Tensor new_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs,
+                MaybeAttrs&&... attrs) {
   check_shape(op_info(op).name, shape);
   check_operand_types(op, dtype, inputs);
   Tensor t;
   {
     GraphReadLock lock;
     t = finish(std::make_shared<Node>(op, dtype, std::move(shape), std::move(inputs),
-                                      std::move(attrs)));
+                                      std::forward<MaybeAttrs>(attrs)...));
   }
   return auto_evaluated(std::move(t));
+}
+}  // namespace
+
+Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs) {
+  return new_node(op, dtype, std::move(shape), std::move(inputs), std::move(attrs));
+}
+
+Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs) {
+  return new_node(op, dtype, std::move(shape), std::move(inputs));
 }
 
 Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,

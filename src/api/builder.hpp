@@ -25,7 +25,9 @@ Tensor float_operand(Op op, const Tensor& a);
 const NodePtr& node_of(const Tensor& t, std::string_view op);
 
 // A new node after checking that `shape` has no negative sizes and an addressable element count.
-Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs = {});
+Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs);
+// The same for an op without attributes (most nodes: the attributes are not built twice).
+Tensor make_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs);
 
 // A view node over `input`: `fold` applies the view op to the input's own map, so chains of views
 // compose into one map over the nearest node that holds or will hold a buffer.

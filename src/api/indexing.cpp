@@ -89,7 +89,7 @@ Tensor scatter(std::string_view op, const Tensor& a, int axis, const Tensor& ind
   check_known_indices(op, indices, a.shape()[ax], drop_negative);
   detail::Attrs attrs;
   attrs.axes = {ax};
-  attrs.flag = drop_negative;
+  attrs.drop_negative = drop_negative;
   return detail::make_node(Op::scatter_add, promote(a.dtype(), src.dtype()), a.shape(),
                            {a.node(), indices.node(), src.node()}, std::move(attrs));
 }

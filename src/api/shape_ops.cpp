@@ -193,7 +193,7 @@ Tensor pad(const Tensor& a, I64s before, I64s after, Scalar value) {
         });
   }
   detail::Attrs attrs;
-  attrs.start = before;
+  attrs.before = before;
   attrs.after = after;
   attrs.value = value;
   return detail::make_view(Op::pad, a, std::move(shape), std::move(attrs),
@@ -212,7 +212,7 @@ Tensor broadcast_to(const Tensor& a, Shape shape, bool inverse) {
                  "cannot broadcast " + shape_to_string(in) + " to " + shape_to_string(shape) +
                      (inverse ? " (inverse)" : ""));
   detail::Attrs attrs;
-  attrs.flag = inverse;
+  attrs.inverse = inverse;
   Shape target = shape;
   return detail::make_view(Op::broadcast, a, std::move(shape), std::move(attrs),
                            [&](const detail::ViewMap& m) { return m.broadcast(target, inverse); });

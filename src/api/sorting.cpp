@@ -19,7 +19,7 @@ Tensor argsort(const Tensor& x, int dim, bool descending) {
   const int ax = detail::normalize_axis("argsort", dim, x.rank(), x.shape());
   detail::Attrs attrs;
   attrs.axes = {ax};
-  attrs.flag = descending;
+  attrs.descending = descending;
   return detail::make_node(detail::Op::argsort, DType::i64, x.shape(), {x.node()},
                            std::move(attrs));
 }

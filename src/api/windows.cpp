@@ -202,7 +202,7 @@ detail::Attrs window2d_attrs(const std::array<std::int64_t, 2>& stride,
                              const std::array<std::int64_t, 2>& dilation) {
   detail::Attrs a;
   a.step = {stride[0], stride[1]};
-  a.start = {padding[0], padding[1]};
+  a.padding = {padding[0], padding[1]};
   a.dilation = {dilation[0], dilation[1]};
   return a;
 }

@@ -85,7 +85,7 @@ Tensor extreme_gradient(const Tensor& node, const Tensor& x, const Tensor& g, co
 // The adjoint of max_pool2d_grad in its gradient argument: for each window, the mean of `u`
 // over the window's maximal elements of `x`. Written with window views, so it is differentiable.
 Tensor pooled_share(const Tensor& x, const Tensor& u, const Attrs& at, const Shape& out_shape) {
-  const I64s pad_lo{0, 0, at.start[0], at.start[1]};
+  const I64s pad_lo{0, 0, at.padding[0], at.padding[1]};
   const I64s step{1, 1, at.step[0], at.step[1]}, dil{1, 1, at.dilation[0], at.dilation[1]};
   const Shape window{1, 1, at.window[0], at.window[1]};
   const Tensor xw = window_view("max_pool2d", pad(x, pad_lo, pad_lo, -std::numeric_limits<double>::infinity()),
@@ -131,12 +131,12 @@ KILN_RULE(reshape) { return {reshape(b.g, b.in(0).shape())}; }
 KILN_RULE(permute) { return {permute(b.g, inverse_permutation(b.n.attrs.axes))}; }
 KILN_RULE(slice) { return {unslice(b.g, b.n, b.in(0).shape())}; }
 KILN_RULE(pad) {
-  I64s stop(b.n.attrs.start);
+  I64s stop(b.n.attrs.before);
   const Shape& in_shape = b.in(0).shape();
   for (std::size_t d = 0; d < stop.size(); ++d) stop[d] += in_shape[d];
-  return {slice(b.g, b.n.attrs.start, stop)};
+  return {slice(b.g, b.n.attrs.before, stop)};
 }
-KILN_RULE(broadcast) { return {unbroadcast(b.g, b.in(0).shape(), b.n.attrs.flag)}; }
+KILN_RULE(broadcast) { return {unbroadcast(b.g, b.in(0).shape(), b.n.attrs.inverse)}; }
 // The adjoint of taking windows is summing them back.
 KILN_RULE(windows) {
   return {unwindow(b.g, b.in(0).shape(), b.n.attrs.step, b.n.attrs.dilation)};

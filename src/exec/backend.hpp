@@ -39,6 +39,8 @@ class Backend {
   virtual std::string_view name() const = 0;
   // Called once at the start of each evaluation that runs kernels.
   virtual void begin_evaluation() {}
+  // What the backend's kernels can compute, and so what its schedules fuse.
+  virtual FusionPolicy fusion() const { return {}; }
   // What KILN_DEBUG prints in each schedule's header ("avx512, 2 threads").
   virtual std::string setup() const { return {}; }
   // Computes the kernel's root (and its stored nodes) into their `result`s.

@@ -80,16 +80,17 @@ void set_num_threads(int threads) { detail::set_thread_count(threads); }
 
 namespace detail {
 
-void evaluate(std::span<Node* const> nodes) { evaluate(nodes, executor_for_evaluation()); }
+namespace {
 
-void evaluate(std::span<Node* const> nodes, Executor& executor) {
+// Runs the executor, then makes every evaluated node that no gradient can pass through a leaf
+// holding its values, releasing the graph below it (Flint's fOptimizeMemory, which its C++ API
+// applies after every execution): `x = x + y; x.eval();` in a loop then keeps one node alive,
+// not a chain. Inline in both entry points: a tiny evaluation's cost is mostly such calls.
+inline void evaluate_with(std::span<Node* const> nodes, Executor& executor) {
   // Results are cached in shared nodes, so evaluations are serialised, and nobody builds on or
   // walks the nodes while they change.
   GraphWriteLock lock;
   executor.execute(nodes);
-  // An evaluated node that no gradient can pass through becomes a leaf holding its values, and
-  // the graph below it is released (Flint's fOptimizeMemory, which its C++ API applies after
-  // every execution): `x = x + y; x.eval();` in a loop then keeps one node alive, not a chain.
   for (Node* n : nodes) {
     if (!n->result || n->in_gradient_context || n->watched.load()) continue;
     n->op = Op::store;
@@ -98,6 +99,12 @@ void evaluate(std::span<Node* const> nodes, Executor& executor) {
     n->depth = 0;
   }
 }
+
+}  // namespace
+
+void evaluate(std::span<Node* const> nodes) { evaluate_with(nodes, executor_for_evaluation()); }
+
+void evaluate(std::span<Node* const> nodes, Executor& executor) { evaluate_with(nodes, executor); }
 
 void evaluate(Node& node) {
   Node* targets[] = {&node};

@@ -32,8 +32,9 @@ KernelInput source_of(const NodePtr& input) {
 
 class Scheduler {
  public:
-  explicit Scheduler(std::span<Node* const> targets)
-      : order_(nodes_to_compute(targets)), targets_(targets.begin(), targets.end()) {
+  Scheduler(std::span<Node* const> targets, const FusionPolicy& policy)
+      : policy_(policy), order_(nodes_to_compute(targets)),
+        targets_(targets.begin(), targets.end()) {
     for (Node* n : order_)
       for (const auto& in : n->inputs) ++uses_[source_of(in).node];
   }
@@ -51,6 +52,8 @@ class Scheduler {
       } else if (k.kind == Kernel::Kind::reduce) {
         KernelInput in = source_of(n->inputs[0]);
         const char* why = adjacent_axes(*n) ? refusal(in) : "the reduced axes are not adjacent";
+        if (why == nullptr && !policy_.into_reductions)
+          why = "this backend does not fuse into reductions";
         if (why == nullptr) {
           collect(in.node, k, fused);
         } else {
@@ -73,8 +76,8 @@ class Scheduler {
   }
 
  private:
-  static Kernel::Kind kind_of(const Node& n) {
-    if (is_elementwise(n)) return Kernel::Kind::elementwise;
+  Kernel::Kind kind_of(const Node& n) const {
+    if (fusable(n)) return Kernel::Kind::elementwise;
     switch (n.info().kind) {
       case OpKind::reduce: return Kernel::Kind::reduce;
       case OpKind::matmul: return Kernel::Kind::matmul;
@@ -89,14 +92,21 @@ class Scheduler {
     return true;
   }
 
+  // Whether this backend computes the node inside a fused elementwise kernel.
+  bool fusable(const Node& n) const {
+    return is_elementwise(n) && (policy_.host_callables || n.op != Op::custom_map);
+  }
+
   // Why `in` cannot be computed inside its consumer's kernel, or null when it can.
   const char* refusal(const KernelInput& in) const {
     const Node& p = *in.node;
     if (p.result) return "computed already";
     if (!is_elementwise(p)) return "not elementwise";
+    if (!fusable(p)) return "a host callable (custom_map) runs on the host";
     if (targets_.count(in.node)) return "a requested result";
     if (uses_.at(in.node) > 1) return "used more than once";
-    if (in.view && !in.view->is_identity()) return "read through a view that reorders elements";
+    if (in.view && !in.view->is_identity() && !policy_.reordering_views)
+      return "read through a view that reorders elements";
     return nullptr;
   }
 
@@ -115,7 +125,9 @@ class Scheduler {
       stack.push_back({n, true});
       for (auto it = n->inputs.rbegin(); it != n->inputs.rend(); ++it) {
         KernelInput in = source_of(*it);
-        if (const char* why = refusal(in); why == nullptr) {
+        const char* why = refusal(in);
+        if (why == nullptr && !policy_.chains) why = "this backend fuses no chains";
+        if (why == nullptr) {
           stack.push_back({in.node, false});
         } else {
           in.reason = why;
@@ -125,6 +137,7 @@ class Scheduler {
     }
   }
 
+  const FusionPolicy& policy_;
   std::vector<Node*> order_;
   std::unordered_set<Node*> targets_;
   std::unordered_map<Node*, int> uses_;
@@ -177,9 +190,9 @@ void merge_multi_output(std::vector<Kernel>& kernels) {
 
 }  // namespace
 
-std::vector<Kernel> schedule(std::span<Node* const> targets) {
-  std::vector<Kernel> kernels = Scheduler(targets).run();
-  merge_multi_output(kernels);
+std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy) {
+  std::vector<Kernel> kernels = Scheduler(targets, policy).run();
+  if (policy.chains && policy.multi_output) merge_multi_output(kernels);
   return kernels;
 }
 

@@ -43,7 +43,22 @@ struct Kernel {
 // Whether the fused interpreter evaluates this op per element.
 bool is_elementwise(const Node& node);
 
-std::vector<Kernel> schedule(std::span<Node* const> targets);
+// What a backend's kernels can compute, which decides what its schedule may fuse. A cut the policy
+// makes is printed by describe() with its reason, like every other cut. The defaults are the CPU
+// backend's.
+struct FusionPolicy {
+  bool chains = true;             // elementwise producers computed inside their elementwise readers
+  bool into_reductions = true;    // elementwise producers computed inside the reductions reading them
+  bool reordering_views = false;  // producers fused although read through a view that reorders
+                                  // elements (the CPU interpreter computes a fused producer in
+                                  // its reader's order; a code generator can index instead)
+  bool host_callables = true;     // custom_map inside fused kernels (a C++ callable runs on the
+                                  // host: a device backend leaves it to the host fallback)
+  bool multi_output = true;       // a kernel takes in the producer whose result only it reads
+                                  // (with chains only)
+};
+
+std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy = {});
 const char* kind_name(Kernel::Kind kind);
 std::string describe(const std::vector<Kernel>& kernels);
 

@@ -49,7 +49,7 @@ void scatter_add_kernel(const Node& n, Buffer& out) {
   const Operand indices = Operand::of(*n.inputs[1]);
   const Operand src = Operand::of(*n.inputs[2]);
   const auto axis = static_cast<std::size_t>(n.attrs.axes[0]);
-  const bool drop_negative = n.attrs.flag;
+  const bool drop_negative = n.attrs.drop_negative;
   const auto out_strides = row_major_strides(n.shape);
   const auto src_strides = row_major_strides(src.shape);
   dispatch(n.dtype, [&]<class T>() {

@@ -199,7 +199,7 @@ void scan_kernel(const Node& n, Buffer& out) {
   });
 }
 
-// argsort: a stable sort of each line (semantics/sorting.hpp), descending when attrs.flag.
+// argsort: a stable sort of each line (semantics/sorting.hpp), descending when attrs.descending.
 void sort_kernel(const Node& n, Buffer& out) {
   const Operand a = Operand::of(*n.inputs[0]);
   const AxisLines l(n);
@@ -210,7 +210,7 @@ void sort_kernel(const Node& n, Buffer& out) {
     for (std::int64_t i = 0; i < l.outer; ++i)
       for (std::int64_t k = 0; k < l.inner; ++k) {
         for (std::int64_t j = 0; j < l.len; ++j) line[j] = a.get<T>(l.at(i, k, j));
-        argsort_line(line.data(), order.data(), l.len, n.attrs.flag);
+        argsort_line(line.data(), order.data(), l.len, n.attrs.descending);
         for (std::int64_t j = 0; j < l.len; ++j) o[l.at(i, k, j)] = order[j];
       }
   });

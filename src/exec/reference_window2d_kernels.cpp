@@ -32,7 +32,7 @@ Window2d window2d_of(const Node& n) {
     g.kh = w[2], g.kw = w[3];
   }
   g.sh = n.attrs.step[0], g.sw = n.attrs.step[1];
-  g.ph = n.attrs.start[0], g.pw = n.attrs.start[1];
+  g.ph = n.attrs.padding[0], g.pw = n.attrs.padding[1];
   g.dh = n.attrs.dilation[0], g.dw = n.attrs.dilation[1];
   return g;
 }

@@ -30,7 +30,8 @@ bool debug_enabled() {
 
 class Runtime final : public Executor {
  public:
-  explicit Runtime(std::unique_ptr<Backend> backend) : backend_(std::move(backend)) {}
+  explicit Runtime(std::unique_ptr<Backend> backend)
+      : backend_(std::move(backend)), cache_(backend_->fusion()) {}
 
   std::string_view name() const override { return backend_->name(); }
 

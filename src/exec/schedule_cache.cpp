@@ -116,13 +116,16 @@ void GraphStructure::encode(const Node& n) {
     }
     return;
   }
-  // The inputs, a mask of the attribute lists that are set (most ops set none) and the flag,
+  // The inputs, a mask of the attribute lists that are set (most ops set none) and the flags,
   // the scalar value, the callable, then the lists that are set.
   const Attrs& a = n.attrs;
-  const std::vector<std::int64_t>* lists[] = {&a.axes, &a.start,  &a.after,
-                                              &a.step, &a.window, &a.dilation};
-  std::uint64_t present = a.flag ? 1u << 6 : 0u;
-  for (unsigned i = 0; i < 6; ++i)
+  constexpr unsigned kLists = 8;
+  const std::vector<std::int64_t>* lists[kLists] = {&a.axes,    &a.start, &a.before, &a.after,
+                                                    &a.padding, &a.step,  &a.window, &a.dilation};
+  std::uint64_t present = (a.inverse ? 1u << kLists : 0u) |
+                          (a.drop_negative ? 1u << (kLists + 1) : 0u) |
+                          (a.descending ? 1u << (kLists + 2) : 0u);
+  for (unsigned i = 0; i < kLists; ++i)
     if (!lists[i]->empty()) present |= 1u << i;
   out = append(5 + n.inputs.size());
   *out++ = n.inputs.size();
@@ -133,7 +136,7 @@ void GraphStructure::encode(const Node& n) {
   // The callables themselves: a prepared kernel that calls one keeps it alive, so its address
   // cannot come back for another. The random seed is read when the kernel runs.
   *out++ = reinterpret_cast<std::uintptr_t>(a.custom.get());
-  for (unsigned i = 0; i < 6; ++i)
+  for (unsigned i = 0; i < kLists; ++i)
     if (present & (1u << i)) put(*lists[i]);
   // A node to overwrite changes which buffers a kernel may reuse, decided when it runs.
 }
@@ -205,7 +208,7 @@ SchedulePlan& ScheduleCache::plan(std::span<Node* const> targets, const GraphStr
   if (it == entries_.end() && entries_.size() >= kMaxEntries) entries_.clear();
   auto entry = std::make_unique<Entry>();
   entry->key.assign(structure.key().begin(), structure.key().end());
-  entry->plan = plan_of(schedule(targets), structure, targets);
+  entry->plan = plan_of(schedule(targets, policy_), structure, targets);
   auto& slot = entries_[structure.hash()];
   slot = std::move(entry);  // a hash collision replaces the older structure
   return slot->plan;

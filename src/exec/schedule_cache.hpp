@@ -96,6 +96,8 @@ ScheduleCacheCounts schedule_cache_counts();
 
 class ScheduleCache {
  public:
+  // Schedules made with `policy` (one cache per backend).
+  explicit ScheduleCache(FusionPolicy policy = {}) : policy_(policy) {}
   // The plan for the targets whose structure is `structure` (built for exactly these targets):
   // found, or scheduled now and kept. `hit` tells which.
   SchedulePlan& plan(std::span<Node* const> targets, const GraphStructure& structure, bool& hit);
@@ -108,6 +110,7 @@ class ScheduleCache {
   // Enough for the distinct graphs of a program's loops; a program that builds ever new
   // structures starts over rather than growing without bound.
   static constexpr std::size_t kMaxEntries = 512;
+  FusionPolicy policy_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Entry>> entries_;
 };
 

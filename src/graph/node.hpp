@@ -17,22 +17,24 @@ namespace kiln::detail {
 
 struct CustomKernel;
 
-// Op arguments besides the inputs; each op uses the fields its comment names.
+// Op arguments besides the inputs; each field has one meaning, and each op uses the fields its
+// comment names.
 struct Attrs {
   std::vector<std::int64_t> axes;      // permute: perm; reductions: sorted axes;
                                        // concat, gather, scatter_add, softmax, scans,
                                        // argsort: {axis}
-  std::vector<std::int64_t> start;     // slice: first index; pad: elements before;
-                                       // conv2d, max_pool2d (and gradients): padding
-  std::vector<std::int64_t> after;     // pad: elements after
+  std::vector<std::int64_t> start;     // slice: first index per dimension
+  std::vector<std::int64_t> before;    // pad: elements before, per dimension
+  std::vector<std::int64_t> after;     // pad: elements after, per dimension
+  std::vector<std::int64_t> padding;   // conv2d, max_pool2d (and gradients): zeros on each side
   std::vector<std::int64_t> step;      // slice, windows, unwindow, conv2d, max_pool2d: step
   std::vector<std::int64_t> window;    // windows, unwindow, max_pool2d: window size
   std::vector<std::int64_t> dilation;  // windows, unwindow, conv2d, max_pool2d
   Scalar value;                        // pad: fill value
   std::uint64_t seed = 0;              // random_uniform
-  bool flag = false;                   // broadcast: aligned at the left (inverse);
-                                       // scatter_add: negative indices are dropped;
-                                       // argsort: descending
+  bool inverse = false;                // broadcast: aligned at the left
+  bool drop_negative = false;          // scatter_add: negative indices are dropped
+  bool descending = false;             // argsort: largest first
   std::shared_ptr<const CustomKernel> custom;  // custom_map, custom_reduce
 };
 
@@ -77,9 +79,11 @@ struct Node {
   std::uint64_t walk = 0;
   std::uint32_t slot = 0;
 
-  Node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs = {})
+  Node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs)
       : op(op), dtype(dtype), shape(std::move(shape)), inputs(std::move(inputs)),
         attrs(std::move(attrs)) {}
+  Node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs)
+      : op(op), dtype(dtype), shape(std::move(shape)), inputs(std::move(inputs)) {}
   // Iterative, so that destroying a very deep graph cannot overflow the stack.
   ~Node();
 

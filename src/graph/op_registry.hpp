@@ -33,7 +33,7 @@ enum class OpKind : std::uint8_t {
   window2d, // 2-D convolution and max pooling over NCHW tensors, and their gradients
   softmax,  // normalisation along attrs.axes[0]: softmax, log_softmax
   scan,     // inclusive scans along attrs.axes[0]: cumsum, cumprod
-  sort,     // argsort along attrs.axes[0] (stable; attrs.flag: descending; NaN is the largest)
+  sort,     // argsort along attrs.axes[0] (stable; attrs.descending; NaN is the largest)
   linalg,   // LAPACK on the host, per matrix of the leading (batch) dimensions; the ops with
             // several results (qr, svd, eigh) are one node per result, attrs.axes[0] choosing it
 };

@@ -63,7 +63,7 @@ bool run_scatter_add(const Kernel& k, Buffer& out) {
   const std::size_t rank = shape.size();
   if (rank == 0 || rank != n.shape.size()) return false;
   const auto axis = static_cast<std::size_t>(n.attrs.axes[0]);
-  const bool drop_negative = n.attrs.flag;
+  const bool drop_negative = n.attrs.drop_negative;
   const std::int64_t total = shape_numel(shape);
   const Contiguous<std::int64_t> indices(k.inputs[1]);
   // Every index is checked before any is used (the reference kernel's message).

@@ -47,7 +47,7 @@ void run_argsort(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;
   const AxisLines l(n);
   if (n.numel() == 0) return;
-  const bool descending = n.attrs.flag;
+  const bool descending = n.attrs.descending;
   dispatch(k.inputs[0].node->dtype, [&]<class T>() {
     const Contiguous<T> x(k.inputs[0]);
     std::int64_t* o = out.as<std::int64_t>();
