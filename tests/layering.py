@@ -31,6 +31,18 @@ VOCABULARY = {"kiln/types.hpp", "kiln/error.hpp", "kiln/gradient_mode.hpp"}
 BACKEND_INTERFACE = {"kiln/executor.hpp"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# Above the runtime, a node's values are read and written through graph/values.hpp (which a
+# device backend's storage will synchronise), never through Node::result itself.
+RESULT_ACCESS = re.compile(r"->result\b")
+# Outside the C API (whose CNode has a `result` member of its own), `.result` is Node's too.
+RESULT_MEMBER = re.compile(r"\.result\b")
+FRONT_END = {"api", "autodiff", "capi", "data", "nn"}
+# Files allowed to touch Node::result, with the reason.
+RESULT_EXCEPTIONS = {
+    # offer_buffer steers the memory plan's in-place updates (Node::overwrite) until an explicit
+    # assign op replaces it.
+    os.path.join("nn", "optim.cpp"),
+}
 
 
 def layer_of(path, src):
@@ -49,6 +61,13 @@ def check_includes(src):
                 continue
             with open(path, encoding="utf-8") as f:
                 text = f.read()
+            rel = os.path.relpath(path, src)
+            if layer in FRONT_END and rel not in RESULT_EXCEPTIONS:
+                for line_no, line in enumerate(text.splitlines(), 1):
+                    code = line.split("//")[0]
+                    if RESULT_ACCESS.search(code) or (layer != "capi" and RESULT_MEMBER.search(code)):
+                        problems.append(f"{path}:{line_no}: {layer}/ reads Node::result "
+                                        "(use graph/values.hpp)")
             for header in INCLUDE.findall(text):
                 top = header.split("/")[0]
                 if top == "kiln":

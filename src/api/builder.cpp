@@ -7,6 +7,7 @@
 #include "graph/gradient_mode.hpp"
 #include "graph/graph_lock.hpp"
 #include "graph/shape_math.hpp"
+#include "graph/values.hpp"
 #include "kiln/autodiff.hpp"
 #include "kiln/ops.hpp"
 
@@ -73,7 +74,7 @@ thread_local int auto_evaluation_pauses __attribute__((tls_model("initial-exec")
 // Computes the node's depth and wraps it in a handle; the caller holds a GraphReadLock.
 Tensor finish(NodePtr node) {
   std::uint32_t depth = 0;
-  for (const auto& in : node->inputs) depth = std::max(depth, in->result ? 0u : in->depth);
+  for (const auto& in : node->inputs) depth = std::max(depth, has_values(*in) ? 0u : in->depth);
   node->depth = depth + 1;
   node->in_gradient_context = gradient_context_active();
   return Tensor(std::move(node));
@@ -131,7 +132,7 @@ Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,
     auto node = std::make_shared<Node>(op, in->dtype, std::move(shape), std::vector<NodePtr>{in},
                                        std::move(attrs));
     // Read through the input's own map unless the input holds its values already.
-    const bool compose = in->is_view() && !in->result;
+    const bool compose = in->is_view() && !has_values(*in);
     node->view_base = compose ? in->view_base : in;
     node->view = fold(compose ? in->view : ViewMap::identity(in->shape));
     t = finish(std::move(node));

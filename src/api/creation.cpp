@@ -3,6 +3,7 @@
 
 #include "api/builder.hpp"
 #include "exec/operand.hpp"
+#include "graph/values.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln {
@@ -23,7 +24,7 @@ Tensor scalar(Scalar given, DType dtype) {
   Tensor t = detail::make_node(Op::store, value.dtype(), {}, {});
   auto buffer = std::make_shared<detail::Buffer>(value.dtype(), 1);
   detail::dispatch(value.dtype(), [&]<class T>() { *buffer->as<T>() = value.as<T>(); });
-  t.node()->result = std::move(buffer);
+  detail::set_host_values(*t.node(), std::move(buffer));
   return t;
 }
 
@@ -67,7 +68,7 @@ Tensor arange(std::int64_t n) {
   Tensor t = detail::make_node(Op::store, DType::i64, {n}, {});
   auto buffer = std::make_shared<detail::Buffer>(DType::i64, n);
   for (std::int64_t i = 0; i < n; ++i) buffer->as<std::int64_t>()[i] = i;
-  t.node()->result = std::move(buffer);
+  detail::set_host_values(*t.node(), std::move(buffer));
   return t;
 }
 

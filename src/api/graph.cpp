@@ -6,6 +6,7 @@
 
 #include "graph/graph_lock.hpp"
 #include "graph/node.hpp"
+#include "graph/values.hpp"
 
 namespace kiln {
 
@@ -76,7 +77,7 @@ std::string graph_to_string(const Tensor& root) {
       os << (i ? ", %" : "%") << id[n->inputs[i].get()];
     os << ") " << dtype_name(n->dtype) << shape_to_string(n->shape);
     if (!n->name.empty()) os << " \"" << n->name << '"';
-    if (n->result) os << " (computed)";
+    if (detail::has_values(*n)) os << " (computed)";
     os << '\n';
   }
   return os.str();

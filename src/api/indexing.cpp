@@ -1,6 +1,7 @@
 // Gather and scatter by index tensors; Flint's index/index_set and the PyTorch-style forms are
 // all built on the two primitives gather and scatter_add.
 #include "api/builder.hpp"
+#include "graph/values.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/ops.hpp"
 
@@ -21,8 +22,9 @@ void check_index_type(std::string_view op, const Tensor& indices) {
 // result, or that of the node under a chain of reshapes and broadcasts (which drop no values).
 const detail::Buffer* known_values(const Tensor& indices) {
   const detail::Node* n = indices.node().get();
-  while (!n->result && (n->op == Op::reshape || n->op == Op::broadcast)) n = n->inputs[0].get();
-  return n->result.get();
+  while (!detail::has_values(*n) && (n->op == Op::reshape || n->op == Op::broadcast))
+    n = n->inputs[0].get();
+  return detail::has_values(*n) ? &detail::host_values(*n) : nullptr;
 }
 
 // Indices that are already known are checked when the node is built.

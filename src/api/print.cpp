@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "graph/node.hpp"
+#include "graph/values.hpp"
 #include "kiln/tensor.hpp"
 
 namespace kiln {
@@ -54,7 +55,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   t.eval();
   const detail::Node& n = *t.node();
   os << "Tensor " << dtype_name(n.dtype) << shape_to_string(n.shape) << '\n';
-  print_block(os, *n.result, n.shape, detail::row_major_strides(n.shape), 0, 0,
+  print_block(os, detail::host_values(n), n.shape, detail::row_major_strides(n.shape), 0, 0,
               n.numel() > kFullPrintLimit);
   return os;
 }

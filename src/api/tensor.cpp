@@ -6,6 +6,7 @@
 #include "api/builder.hpp"
 #include "exec/evaluate.hpp"
 #include "exec/operand.hpp"
+#include "graph/values.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln {
@@ -43,7 +44,7 @@ Tensor Tensor::from_bytes(const void* data, DType dtype, Shape shape) {
   Tensor t = detail::make_node(detail::Op::store, dtype, std::move(shape), {});
   auto buffer = std::make_shared<detail::Buffer>(dtype, t.numel());
   if (buffer->bytes() != 0) std::memcpy(buffer->data(), data, buffer->bytes());
-  t.node_->result = std::move(buffer);
+  detail::set_host_values(*t.node_, std::move(buffer));
   return t;
 }
 
@@ -58,8 +59,8 @@ Tensor Tensor::from_blob(void* data, Shape shape, DType dtype,
     if (deleter) deleter(data);
     return copy;
   }
-  t.node_->result =
-      std::make_shared<detail::Buffer>(dtype, t.numel(), data, std::move(deleter));
+  detail::set_host_values(
+      *t.node_, std::make_shared<detail::Buffer>(dtype, t.numel(), data, std::move(deleter)));
   return t;
 }
 
@@ -69,7 +70,7 @@ const void* Tensor::data_ptr(DType expected) const {
                  std::string("a ") + dtype_name(dtype()) + " tensor " +
                      shape_to_string(shape()) + " read as " + dtype_name(expected));
   eval();
-  return n().result->data();
+  return detail::host_values(n()).data();
 }
 
 void Tensor::check_count(std::int64_t count, const Shape& shape) {
@@ -104,20 +105,20 @@ const Tensor& Tensor::eval(Executor& executor) const {
   detail::evaluate(targets, executor);
   return *this;
 }
-bool Tensor::is_evaluated() const { return n().result != nullptr; }
+bool Tensor::is_evaluated() const { return detail::has_values(n()); }
 
 Tensor Tensor::detach() const {
   eval();
   const Node& source = n();
   auto leaf = std::make_shared<Node>(detail::Op::store, source.dtype, source.shape,
                                      std::vector<detail::NodePtr>{});
-  leaf->result = source.result;
+  detail::set_host_values(*leaf, detail::host_buffer(source));
   return Tensor(std::move(leaf));
 }
 
 void Tensor::copy_to(void* dst, DType as) const {
   eval();
-  const detail::Buffer& b = *n().result;
+  const detail::Buffer& b = detail::host_values(n());
   detail::dispatch(as, [&]<class T>() {
     T* out = static_cast<T*>(dst);
     for (std::int64_t i = 0; i < b.numel(); ++i) out[i] = b.get<T>(i);
@@ -139,7 +140,7 @@ Scalar Tensor::element(std::span<const std::int64_t> index) const {
     position = position * s[d] + i;
   }
   eval();
-  return n().result->scalar(position);
+  return detail::host_values(n()).scalar(position);
 }
 
 Scalar Tensor::item_scalar() const {
@@ -147,7 +148,7 @@ Scalar Tensor::item_scalar() const {
     detail::fail(ErrorCode::incompatible_shapes, "item",
                  "tensor of shape " + shape_to_string(shape()) + " does not have one element");
   eval();
-  return n().result->scalar(0);
+  return detail::host_values(n()).scalar(0);
 }
 
 std::string_view Tensor::op_name() const { return n().info().name; }

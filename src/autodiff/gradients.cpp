@@ -7,6 +7,7 @@
 #include "autodiff/gradient_rules.hpp"
 #include "exec/evaluate.hpp"
 #include "graph/graph_lock.hpp"
+#include "graph/values.hpp"
 #include "kiln/autodiff.hpp"
 #include "kiln/graph.hpp"
 #include "kiln/ops.hpp"
@@ -116,7 +117,7 @@ void Tensor::backward() const {
     const auto& total = totals[i].node();
     auto leaf = std::make_shared<detail::Node>(detail::Op::store, total->dtype, total->shape,
                                                std::vector<detail::NodePtr>{});
-    leaf->result = total->result;
+    detail::set_host_values(*leaf, detail::host_buffer(*total));
     variables[i].node()->grad = std::move(leaf);
   }
 }

@@ -27,6 +27,7 @@
 #include "capi/capi.hpp"
 #include "graph/buffer.hpp"
 #include "graph/node.hpp"
+#include "graph/values.hpp"
 
 namespace kiln::capi {
 namespace {
@@ -218,7 +219,7 @@ template <class F> Tensor image_tensor(int h, int w, int c, F fill) {
   Tensor t = detail::make_node(detail::Op::store, DType::f32, Shape{h, w, c}, {});
   auto buffer = std::make_shared<detail::Buffer>(DType::f32, t.numel());
   fill(buffer->as<float>(), static_cast<std::size_t>(t.numel()));
-  t.node()->result = std::move(buffer);
+  detail::set_host_values(*t.node(), std::move(buffer));
   return t;
 }
 

@@ -11,6 +11,7 @@
 #include "capi/capi.hpp"
 #include "graph/node.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/values.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln::capi {
@@ -133,10 +134,11 @@ std::mutex& result_mutex() {
 void attach_result(CNode& n) {
   const auto& node = n.tensor.node();
   std::lock_guard lock(result_mutex());
-  if (!node->result) throw CError(INTERNAL_ERROR, "the executed node holds no result");
+  if (!detail::has_values(*node)) throw CError(INTERNAL_ERROR, "the executed node holds no result");
+  std::shared_ptr<detail::Buffer> values = detail::host_buffer(*node);  // synchronised
   // Attached already: no write, so a thread reading result_data meanwhile reads a settled value.
-  if (n.result_data != nullptr && n.result_buffer == node->result) return;
-  n.result_buffer = node->result;
+  if (n.result_data != nullptr && n.result_buffer == values) return;
+  n.result_buffer = std::move(values);
   n.result.data = n.result_buffer->data();
   n.result.num_entries = static_cast<std::size_t>(n.result_buffer->numel());
   n.result_data = &n.result;
@@ -175,7 +177,10 @@ FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphN
   c.operation.broadcasting_mode = 0;
   c.reference_counter = 0;
   c.result_data = nullptr;
-  if (op == FSTORE) attach_store(*node, node->tensor.node()->result);
+  if (op == FSTORE) {
+    const detail::Node& values = *node->tensor.node();
+    attach_store(*node, detail::has_values(values) ? detail::host_buffer(values) : nullptr);
+  }
   if (eager) attach_result(*node);
 
   std::lock_guard lock(registry().mutex);
@@ -267,7 +272,7 @@ FGraphNode* fOptimizeMemory(FGraphNode* node) {
     // The result as a leaf: the graph behind the node is released.
     auto leaf = std::make_shared<detail::Node>(detail::Op::store, kn->dtype, kn->shape,
                                                std::vector<detail::NodePtr>{});
-    leaf->result = n.result_buffer;
+    detail::set_host_values(*leaf, n.result_buffer);
     Tensor stored(std::move(leaf));
     std::vector<FGraphNode*> preds;
     preds.reserve(n.preds.size());

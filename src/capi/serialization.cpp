@@ -10,6 +10,7 @@
 #include <string>
 
 #include "capi/capi.hpp"
+#include "graph/values.hpp"
 
 namespace kiln::capi {
 namespace {
@@ -168,7 +169,7 @@ FGraphNode* fdeserialize(char* data, size_t* bytes_read) {
 
     Tensor t = Tensor::from_bytes(values, dtype, shape);
     if constexpr (std::endian::native != std::endian::little)
-      copy_elements(static_cast<unsigned char*>(t.node()->result->data()), values,
+      copy_elements(static_cast<unsigned char*>(detail::host_buffer(*t.node())->data()), values,
                     static_cast<std::size_t>(count), element);
     FGraphNode* node = make_node(std::move(t), FSTORE);
     if (bytes_read != nullptr) *bytes_read = total;
