@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "kiln/losses.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -618,6 +619,64 @@ std::vector<Row> build_table() {
        {{3, 4}}});
   add({"cross_entropy",
        [](const Inputs& x) { return kiln::cross_entropy(x[0], i64({1, 0, 3}, {3})); }, {{3, 4}}});
+  {  // kiln::nn's losses (kiln/losses.hpp), with respect to the input and, where it is smooth,
+     // the target
+    using kiln::nn::ClassLossOptions;
+    using kiln::nn::Reduction;
+    add({"mse_loss", [](const Inputs& x) { return kiln::nn::mse_loss(x[0], x[1]); },
+         {{3, 4}, {3, 4}}});
+    add({"l1_loss_sum",
+         [](const Inputs& x) { return kiln::nn::l1_loss(x[0], x[1], Reduction::sum); },
+         {{3, 4}, {3, 4}}});
+    add({"smooth_l1_loss_none",
+         [](const Inputs& x) {
+           return kiln::nn::smooth_l1_loss(x[0], x[1], Reduction::none, 0.7);
+         },
+         {{3, 4}, {3, 4}}});
+    add({"huber_loss", [](const Inputs& x) { return kiln::nn::huber_loss(x[0], x[1], {}, 0.6); },
+         {{3, 4}, {3, 4}}});
+    add({"binary_cross_entropy_weighted",
+         [](const Inputs& x) {
+           return kiln::nn::binary_cross_entropy(kiln::sigmoid(x[0]), kiln::sigmoid(x[1]),
+                                                 Reduction::mean, kiln::sigmoid(x[2]));
+         },
+         {{3, 4}, {3, 4}, {4}}});
+    add({"binary_cross_entropy_with_logits_pos_weight",
+         [](const Inputs& x) {
+           return kiln::nn::binary_cross_entropy_with_logits(
+               x[0], kiln::sigmoid(x[1]), Reduction::sum, kiln::exp(x[2]));
+         },
+         {{3, 4}, {3, 4}, {4}}});
+    add({"nll_loss_weight_ignore",
+         [](const Inputs& x) {
+           ClassLossOptions o;
+           o.weight = kiln::exp(x[1]);
+           o.ignore_index = 2;
+           return kiln::nn::nll_loss(x[0], i64({1, 2, 3}, {3}), o);
+         },
+         {{3, 4}, {4}}});
+    add({"cross_entropy_smoothing_weight_ignore",
+         [](const Inputs& x) {
+           ClassLossOptions o;
+           o.weight = kiln::exp(x[1]);
+           o.ignore_index = -100;
+           o.label_smoothing = 0.2;
+           return kiln::nn::cross_entropy(x[0], i64({1, -100, 3}, {3}), o);
+         },
+         {{3, 4}, {4}}});
+    add({"kl_div_batchmean",
+         [](const Inputs& x) {
+           return kiln::nn::kl_div(kiln::log_softmax(x[0], 1), kiln::softmax(x[1], 1),
+                                   Reduction::batchmean);
+         },
+         {{3, 4}, {3, 4}}});
+    add({"kl_div_log_target",
+         [](const Inputs& x) {
+           return kiln::nn::kl_div(kiln::log_softmax(x[0], 1), kiln::log_softmax(x[1], 1),
+                                   Reduction::sum, true);
+         },
+         {{3, 4}, {3, 4}}});
+  }
   add({"dropout", [](const Inputs& x) { return kiln::dropout(x[0], 0.4, 7); }, {{3, 4}}});
   add({"dropout_used_twice",
        [](const Inputs& x) { return kiln::dropout(x[0], 0.5, 11) * kiln::dropout(x[0], 0.5, 11); },

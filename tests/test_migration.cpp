@@ -263,6 +263,25 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
     EXPECT_THROW((void)kiln::cross_entropy(m, kiln::tensor({0L, 3L})).item<double>(),
                  kiln::Error) << "a label outside the classes";
   });
+  ROW(kiln::nn::cross_entropy(m, kiln::tensor({0L, 2L}), {.label_smoothing = 0.1}), {
+    // (1 - 0.1) nll + 0.1 / 3 * mean(-sum of each row's log-probabilities).
+    const double lse = std::log(std::exp(0.0) + std::exp(1.0) + std::exp(2.0));
+    const double nll = ((lse - 0) + (lse - 2)) / 2, smooth = 3 * lse - 3;
+    EXPECT_NEAR(kiln::nn::cross_entropy(m, kiln::tensor({0L, 2L}), {.label_smoothing = 0.1})
+                    .item<double>(),
+                0.9 * nll + 0.1 / 3 * smooth, 1e-12);
+  });
+  ROW(kiln::nn::mse_loss(m, kiln::zeros_like(m), kiln::nn::Reduction::sum), {
+    EXPECT_EQ(kiln::nn::mse_loss(m, kiln::zeros_like(m), kiln::nn::Reduction::sum).item<double>(),
+              0 + 1 + 4 + 9 + 16 + 25);
+  });
+  ROW(kiln::nn::binary_cross_entropy_with_logits(m, kiln::ones_like(m)), {
+    // -log(sigmoid(x)) = log(1 + exp(-x)), averaged over 0..5.
+    double want = 0;
+    for (int i = 0; i < 6; ++i) want += std::log1p(std::exp(-i));
+    EXPECT_NEAR(kiln::nn::binary_cross_entropy_with_logits(m, kiln::ones_like(m)).item<double>(),
+                want / 6, 1e-12);
+  });
   return rows;
 }
 

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/losses.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/tensor.hpp"
 
