@@ -152,15 +152,16 @@ class Linear : public Module {
   Parameter weight_, bias_;
 };
 
-// 2-D convolution over [N, C, H, W]: weight [out, in, k, k], bias [out]. `padding` zeros on each
-// side, 0 by default as in PyTorch; padding = same_padding pads k / 2, which keeps H and W for odd
-// k and stride 1 (an even kernel with same_padding is an error). Initialised as Linear with
-// fan_in = in * k * k.
+// 2-D convolution over [N, C, H, W]: weight [out, in / groups, k, k], bias [out]. `padding`
+// zeros on each side, 0 by default as in PyTorch; padding = same_padding pads dilation (k - 1) / 2,
+// which keeps H and W for odd k and stride 1 (an even kernel with same_padding is an error).
+// in and out must be multiples of groups. Initialised as Linear with fan_in = in / groups * k * k.
 class Conv2d : public Module {
  public:
   static constexpr std::int64_t same_padding = -1;
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
-         std::int64_t stride = 1, std::int64_t padding = 0, bool bias = true);
+         std::int64_t stride = 1, std::int64_t padding = 0, bool bias = true,
+         std::int64_t dilation = 1, std::int64_t groups = 1);
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
   void reset_parameters() override;
@@ -168,7 +169,46 @@ class Conv2d : public Module {
   const Parameter& bias() const { return bias_; }
 
  private:
-  std::int64_t in_, out_, kernel_, stride_, padding_;
+  std::int64_t in_, out_, kernel_, stride_, padding_, dilation_, groups_;
+  Parameter weight_, bias_;
+};
+
+// 1-D convolution over [N, C, W] (or [C, W]): weight [out, in / groups, k], bias [out];
+// initialised as Conv2d with fan_in = in / groups * k.
+class Conv1d : public Module {
+ public:
+  Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
+         std::int64_t stride = 1, std::int64_t padding = 0, bool bias = true,
+         std::int64_t dilation = 1, std::int64_t groups = 1);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  void reset_parameters() override;
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+
+ private:
+  std::int64_t in_, out_, kernel_, stride_, padding_, dilation_, groups_;
+  Parameter weight_, bias_;
+};
+
+// Transposed 2-D convolution (kiln::conv_transpose2d) over [N, C, H, W]: weight
+// [in, out / groups, k, k], bias [out]; output size (H - 1) stride - 2 padding +
+// dilation (k - 1) + output_padding + 1. Initialised as PyTorch does, with
+// fan_in = out / groups * k * k (the weight's second dimension times the kernel).
+class ConvTranspose2d : public Module {
+ public:
+  ConvTranspose2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
+                  std::int64_t stride = 1, std::int64_t padding = 0,
+                  std::int64_t output_padding = 0, bool bias = true, std::int64_t dilation = 1,
+                  std::int64_t groups = 1);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  void reset_parameters() override;
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+
+ private:
+  std::int64_t in_, out_, kernel_, stride_, padding_, output_padding_, dilation_, groups_;
   Parameter weight_, bias_;
 };
 

@@ -149,29 +149,54 @@ std::string Linear::describe() const {
 
 // ---- Conv2d ---------------------------------------------------------------------------------------
 
+namespace {
+// Channels in and out must split into `groups` equal blocks.
+void require_groups(const char* module, std::int64_t in, std::int64_t out, std::int64_t groups) {
+  require_positive(module, "groups", groups);
+  require(in % groups == 0 && out % groups == 0, ErrorCode::illegal_dimension,
+          std::string("nn::") + module + ": in_channels " + std::to_string(in) +
+              " and out_channels " + std::to_string(out) + " must be multiples of groups " +
+              std::to_string(groups));
+}
+
+std::string conv_description(const char* module, std::int64_t in, std::int64_t out,
+                             const std::string& kernel, std::int64_t stride, std::int64_t padding,
+                             std::int64_t dilation, std::int64_t groups, bool bias) {
+  return std::string(module) + "(" + std::to_string(in) + " -> " + std::to_string(out) + ", " +
+         kernel + ", stride " + std::to_string(stride) + ", padding " + std::to_string(padding) +
+         (dilation != 1 ? ", dilation " + std::to_string(dilation) : "") +
+         (groups != 1 ? ", groups " + std::to_string(groups) : "") +
+         (bias ? ", bias)" : ", no bias)");
+}
+}  // namespace
+
 Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
-               std::int64_t stride, std::int64_t padding, bool bias)
+               std::int64_t stride, std::int64_t padding, bool bias, std::int64_t dilation,
+               std::int64_t groups)
     : in_(in_channels), out_(out_channels), kernel_(kernel_size), stride_(stride),
-      padding_(padding) {
+      padding_(padding), dilation_(dilation), groups_(groups) {
   require_positive("Conv2d", "in_channels", in_channels);
   require_positive("Conv2d", "out_channels", out_channels);
   require_positive("Conv2d", "kernel_size", kernel_size);
   require_positive("Conv2d", "stride", stride);
+  require_positive("Conv2d", "dilation", dilation);
+  require_groups("Conv2d", in_, out_, groups_);
   if (padding_ == same_padding) {
     require(kernel_ % 2 == 1, ErrorCode::illegal_dimension,
             "nn::Conv2d: same padding needs an odd kernel size, got " + std::to_string(kernel_));
-    padding_ = kernel_ / 2;
+    padding_ = dilation_ * (kernel_ / 2);
   }
   require(padding_ >= 0, ErrorCode::illegal_dimension,
           "nn::Conv2d: padding must be >= 0 or same_padding, got " + std::to_string(padding));
-  const std::int64_t fan_in = in_ * kernel_ * kernel_;
-  weight_ = register_parameter("weight", default_weight({out_, in_, kernel_, kernel_}, fan_in));
+  const std::int64_t fan_in = in_ / groups_ * kernel_ * kernel_;
+  weight_ = register_parameter("weight",
+                               default_weight({out_, in_ / groups_, kernel_, kernel_}, fan_in));
   if (bias) bias_ = register_parameter("bias", default_bias(out_, fan_in));
 }
 
 void Conv2d::reset_parameters() {
-  const std::int64_t fan_in = in_ * kernel_ * kernel_;
-  weight_.set(default_weight({out_, in_, kernel_, kernel_}, fan_in));
+  const std::int64_t fan_in = in_ / groups_ * kernel_ * kernel_;
+  weight_.set(default_weight({out_, in_ / groups_, kernel_, kernel_}, fan_in));
   if (bias_.defined()) bias_.set(default_bias(out_, fan_in));
 }
 
@@ -179,14 +204,98 @@ Tensor Conv2d::forward(const Tensor& x) {
   Conv2dOptions o;
   o.stride = {stride_, stride_};
   o.padding = {padding_, padding_};
+  o.dilation = {dilation_, dilation_};
+  o.groups = groups_;
   return conv2d(x, weight_.value(), bias_.defined() ? bias_.value() : Tensor(), o);
 }
 
 std::string Conv2d::describe() const {
-  return "Conv2d(" + std::to_string(in_) + " -> " + std::to_string(out_) + ", " +
-         std::to_string(kernel_) + "x" + std::to_string(kernel_) + ", stride " +
-         std::to_string(stride_) + ", padding " + std::to_string(padding_) +
-         (bias_.defined() ? ", bias)" : ", no bias)");
+  const std::string k = std::to_string(kernel_) + "x" + std::to_string(kernel_);
+  return conv_description("Conv2d", in_, out_, k, stride_, padding_, dilation_, groups_,
+                          bias_.defined());
+}
+
+// ---- Conv1d, ConvTranspose2d ----------------------------------------------------------------------
+
+Conv1d::Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size,
+               std::int64_t stride, std::int64_t padding, bool bias, std::int64_t dilation,
+               std::int64_t groups)
+    : in_(in_channels), out_(out_channels), kernel_(kernel_size), stride_(stride),
+      padding_(padding), dilation_(dilation), groups_(groups) {
+  require_positive("Conv1d", "in_channels", in_channels);
+  require_positive("Conv1d", "out_channels", out_channels);
+  require_positive("Conv1d", "kernel_size", kernel_size);
+  require_positive("Conv1d", "stride", stride);
+  require_positive("Conv1d", "dilation", dilation);
+  require(padding >= 0, ErrorCode::illegal_dimension,
+          "nn::Conv1d: padding must be >= 0, got " + std::to_string(padding));
+  require_groups("Conv1d", in_, out_, groups_);
+  const std::int64_t fan_in = in_ / groups_ * kernel_;
+  weight_ = register_parameter("weight", default_weight({out_, in_ / groups_, kernel_}, fan_in));
+  if (bias) bias_ = register_parameter("bias", default_bias(out_, fan_in));
+}
+
+void Conv1d::reset_parameters() {
+  const std::int64_t fan_in = in_ / groups_ * kernel_;
+  weight_.set(default_weight({out_, in_ / groups_, kernel_}, fan_in));
+  if (bias_.defined()) bias_.set(default_bias(out_, fan_in));
+}
+
+Tensor Conv1d::forward(const Tensor& x) {
+  return conv1d(x, weight_.value(), bias_.defined() ? bias_.value() : Tensor(),
+                {.stride = stride_, .padding = padding_, .dilation = dilation_, .groups = groups_});
+}
+
+std::string Conv1d::describe() const {
+  return conv_description("Conv1d", in_, out_, std::to_string(kernel_), stride_, padding_,
+                          dilation_, groups_, bias_.defined());
+}
+
+ConvTranspose2d::ConvTranspose2d(std::int64_t in_channels, std::int64_t out_channels,
+                                 std::int64_t kernel_size, std::int64_t stride,
+                                 std::int64_t padding, std::int64_t output_padding, bool bias,
+                                 std::int64_t dilation, std::int64_t groups)
+    : in_(in_channels), out_(out_channels), kernel_(kernel_size), stride_(stride),
+      padding_(padding), output_padding_(output_padding), dilation_(dilation), groups_(groups) {
+  require_positive("ConvTranspose2d", "in_channels", in_channels);
+  require_positive("ConvTranspose2d", "out_channels", out_channels);
+  require_positive("ConvTranspose2d", "kernel_size", kernel_size);
+  require_positive("ConvTranspose2d", "stride", stride);
+  require_positive("ConvTranspose2d", "dilation", dilation);
+  require(padding >= 0 && output_padding >= 0 && output_padding < stride,
+          ErrorCode::illegal_dimension,
+          "nn::ConvTranspose2d: padding must be >= 0 and output_padding in [0, stride), got " +
+              std::to_string(padding) + " and " + std::to_string(output_padding));
+  require_groups("ConvTranspose2d", in_, out_, groups_);
+  const std::int64_t fan_in = out_ / groups_ * kernel_ * kernel_;
+  weight_ = register_parameter("weight",
+                               default_weight({in_, out_ / groups_, kernel_, kernel_}, fan_in));
+  if (bias) bias_ = register_parameter("bias", default_bias(out_, fan_in));
+}
+
+void ConvTranspose2d::reset_parameters() {
+  const std::int64_t fan_in = out_ / groups_ * kernel_ * kernel_;
+  weight_.set(default_weight({in_, out_ / groups_, kernel_, kernel_}, fan_in));
+  if (bias_.defined()) bias_.set(default_bias(out_, fan_in));
+}
+
+Tensor ConvTranspose2d::forward(const Tensor& x) {
+  ConvTranspose2dOptions o;
+  o.stride = {stride_, stride_};
+  o.padding = {padding_, padding_};
+  o.output_padding = {output_padding_, output_padding_};
+  o.dilation = {dilation_, dilation_};
+  o.groups = groups_;
+  return conv_transpose2d(x, weight_.value(), bias_.defined() ? bias_.value() : Tensor(), o);
+}
+
+std::string ConvTranspose2d::describe() const {
+  const std::string k = std::to_string(kernel_) + "x" + std::to_string(kernel_) +
+                        (output_padding_ != 0 ? ", output_padding " +
+                                                    std::to_string(output_padding_)
+                                              : "");
+  return conv_description("ConvTranspose2d", in_, out_, k, stride_, padding_, dilation_, groups_,
+                          bias_.defined());
 }
 
 // ---- MaxPool2d, ReLU, Flatten, Dropout ------------------------------------------------------------
