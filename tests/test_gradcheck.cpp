@@ -623,6 +623,14 @@ std::vector<Row> build_table() {
      // the target
     using kiln::nn::ClassLossOptions;
     using kiln::nn::Reduction;
+    add({"silu", [](const Inputs& x) { return kiln::silu(x[0]); }, {{3, 4}}});
+    add({"leaky_relu", [](const Inputs& x) { return kiln::leaky_relu(x[0], 0.1); }, {{3, 4}}});
+    add({"layer_norm_affine",
+         [](const Inputs& x) { return kiln::layer_norm(x[0], {2, 3}, x[1], x[2], 1e-3); },
+         {{2, 2, 3}, {2, 3}, {2, 3}}});
+    add({"group_norm_affine",
+         [](const Inputs& x) { return kiln::group_norm(x[0], 2, x[1], x[2], 1e-3); },
+         {{2, 4, 3}, {4}, {4}}});
     add({"mse_loss", [](const Inputs& x) { return kiln::nn::mse_loss(x[0], x[1]); },
          {{3, 4}, {3, 4}}});
     add({"l1_loss_sum",

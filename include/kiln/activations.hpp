@@ -13,5 +13,9 @@ Tensor logsumexp(const Tensor& a, int axis = -1, bool keepdims = false);
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels);
 // x * Φ(x) with Φ the standard normal distribution function (the exact form, through erf).
 Tensor gelu(const Tensor& a);
+// x * sigmoid(x) (SiLU, also called swish).
+Tensor silu(const Tensor& a);
+// x where x >= 0, negative_slope * x elsewhere.
+Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01);
 
 }  // namespace kiln

@@ -10,6 +10,7 @@
 #include "kiln/graph.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/linalg.hpp"
+#include "kiln/normalization.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/random.hpp"
 #include "kiln/tensor.hpp"

@@ -276,6 +276,109 @@ class Sequential : public Module {
   std::string describe() const override { return "Sequential"; }
 };
 
+// ---- activations as modules -----------------------------------------------------------------------
+class GELU : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override { return "GELU"; }
+};
+class SiLU : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override { return "SiLU"; }
+};
+class Tanh : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override { return "Tanh"; }
+};
+class Sigmoid : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override { return "Sigmoid"; }
+};
+class LeakyReLU : public Module {
+ public:
+  explicit LeakyReLU(double negative_slope = 0.01) : slope_(negative_slope) {}
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+
+ private:
+  double slope_;
+};
+// Softmax over dimension `dim`.
+class Softmax : public Module {
+ public:
+  explicit Softmax(int dim) : dim_(dim) {}
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+
+ private:
+  int dim_;
+};
+
+// ---- normalisation, embedding, pooling --------------------------------------------------------
+// layer_norm over the last dimensions (normalized_shape); weight ones and bias zeros of that
+// shape when elementwise_affine.
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  void reset_parameters() override;
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+
+ private:
+  Shape shape_;
+  double eps_;
+  Parameter weight_, bias_;
+};
+
+// group_norm of [N, C, ...] with `groups` groups; weight ones and bias zeros [C] when affine.
+class GroupNorm : public Module {
+ public:
+  GroupNorm(std::int64_t groups, std::int64_t channels, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  void reset_parameters() override;
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+
+ private:
+  std::int64_t groups_, channels_;
+  double eps_;
+  Parameter weight_, bias_;
+};
+
+// A table of num_embeddings vectors of size dim (weight [num, dim], drawn from N(0, 1) as in
+// PyTorch): integer indices of any shape give [..., dim]. An index outside [0, num) is an error
+// when the values are computed.
+class Embedding : public Module {
+ public:
+  Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim);
+  Tensor forward(const Tensor& indices) override;
+  std::string describe() const override;
+  void reset_parameters() override;
+  const Parameter& weight() const { return weight_; }
+
+ private:
+  std::int64_t num_, dim_;
+  Parameter weight_;
+};
+
+// Average pooling over [N, C, H, W]; stride 0 means the kernel size; padding zeros count in the
+// average (PyTorch's count_include_pad).
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(std::int64_t kernel_size, std::int64_t stride = 0, std::int64_t padding = 0);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+
+ private:
+  std::int64_t kernel_, stride_, padding_;
+};
+
 // ---- losses ---------------------------------------------------------------------------------------
 // Mean over the batch of -log softmax(logits)[label]: logits [N, C], integer labels [N].
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels);

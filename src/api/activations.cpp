@@ -70,4 +70,16 @@ Tensor gelu(const Tensor& a) {
   return half * x * (one + erf(x * full({}, std::numbers::sqrt2 / 2, t)));
 }
 
+Tensor silu(const Tensor& a) {
+  detail::node_of(a, "silu");
+  const Tensor x = detail::float_operand(a);
+  return x * sigmoid(x);
+}
+
+Tensor leaky_relu(const Tensor& a, double negative_slope) {
+  detail::node_of(a, "leaky_relu");
+  const Tensor x = detail::float_operand(a);
+  return where(greater_equal(x, 0.0), x, negative_slope * x);
+}
+
 }  // namespace kiln

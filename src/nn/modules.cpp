@@ -7,20 +7,14 @@
 #include "kiln/ops.hpp"
 #include "kiln/random.hpp"
 #include "kiln/windows.hpp"
+#include "nn/checks.hpp"
 
 namespace kiln::nn {
 
+using checks::require;
+using checks::require_positive;
+
 namespace {
-
-void require(bool ok, ErrorCode code, const std::string& message) {
-  if (!ok) throw Error(code, message);
-}
-
-void require_positive(const char* module, const char* what, std::int64_t v) {
-  require(v > 0, ErrorCode::illegal_dimension,
-          std::string("nn::") + module + ": " + what + " must be positive, got " +
-              std::to_string(v));
-}
 
 std::string count_string(std::int64_t n) {
   std::string s = std::to_string(n), out;
