@@ -389,6 +389,25 @@ Tensor accuracy(const Tensor& logits, const Tensor& labels);
 // Number of rows of logits [N, C] whose argmax equals the label (an i64 0-d tensor).
 Tensor correct_count(const Tensor& logits, const Tensor& labels);
 
+// ---- gradient clipping ------------------------------------------------------------------------------
+// The gradients scaled together by min(1, max_norm / (norm + 1e-6)), where norm is the L2 norm of
+// all of them as one vector (PyTorch's clip_grad_norm_), and that norm (f32, 0-d). Lazy: nothing
+// is evaluated here. Undefined gradients stay undefined and count as zeros.
+struct ClippedGradients {
+  std::vector<Tensor> gradients;
+  Tensor total_norm;
+};
+ClippedGradients clip_grad_norm(const std::vector<Tensor>& gradients, double max_norm);
+// Each gradient clamped to [-clip_value, clip_value] (PyTorch's clip_grad_value_).
+std::vector<Tensor> clip_grad_value(const std::vector<Tensor>& gradients, double clip_value);
+
+// Clipping an optimiser applies to every step's gradients, inside the step (so the fused
+// step(loss) keeps its single pass): by value first, then by the global norm; 0 turns either off.
+struct GradientClipping {
+  double max_norm = 0.0;
+  double max_value = 0.0;
+};
+
 // ---- optimisers -----------------------------------------------------------------------------------
 // An optimiser holds handles to parameter slots and replaces their values on each step. Both
 // forms of step() evaluate the new parameters and the new optimiser state together, in one
@@ -416,6 +435,9 @@ class Optimizer {
   // negative or NaN rate throws invalid_select.
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
+  // Clipping of the gradients of the following steps (negative or NaN bounds: invalid_select).
+  void set_gradient_clipping(GradientClipping clipping);
+  const GradientClipping& gradient_clipping() const { return clipping_; }
 
  protected:
   // The new value of parameter i from its value and gradient (both f32, lazily built), adding
@@ -435,6 +457,7 @@ class Optimizer {
 
   std::vector<Parameter> parameters_;
   std::int64_t steps_ = 0;
+  GradientClipping clipping_;
 };
 
 struct SGDOptions {

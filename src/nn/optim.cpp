@@ -4,6 +4,7 @@
 #include "graph/node.hpp"
 #include "kiln/activations.hpp"
 #include "kiln/autodiff.hpp"
+#include "kiln/composite_ops.hpp"
 #include "kiln/nn.hpp"
 #include "kiln/ops.hpp"
 
@@ -98,7 +99,44 @@ void offer_buffer(const Tensor& fresh, const Tensor& old) {
 
 }  // namespace
 
-void Optimizer::apply(const std::vector<Tensor>& grads, const Tensor& loss) {
+ClippedGradients clip_grad_norm(const std::vector<Tensor>& gradients, double max_norm) {
+  if (!(max_norm > 0))
+    throw Error(ErrorCode::invalid_select, "nn::clip_grad_norm: max_norm must be positive");
+  Tensor squares;
+  for (const Tensor& g : gradients) {
+    if (!g.defined()) continue;
+    const Tensor s = sum(square(convert(g, DType::f32)));
+    squares = squares.defined() ? squares + s : s;
+  }
+  if (!squares.defined()) return {gradients, zeros({})};
+  const Tensor norm = sqrt(squares);
+  const Tensor scale = minimum(full({}, 1.0f), static_cast<float>(max_norm) / (norm + 1e-6f));
+  ClippedGradients out{{}, norm};
+  for (const Tensor& g : gradients)
+    out.gradients.push_back(g.defined() ? g * convert(scale, g.dtype()) : g);
+  return out;
+}
+
+std::vector<Tensor> clip_grad_value(const std::vector<Tensor>& gradients, double clip_value) {
+  if (!(clip_value > 0))
+    throw Error(ErrorCode::invalid_select, "nn::clip_grad_value: clip_value must be positive");
+  std::vector<Tensor> out;
+  for (const Tensor& g : gradients)
+    out.push_back(g.defined() ? clamp(g, Scalar(-clip_value), Scalar(clip_value)) : g);
+  return out;
+}
+
+void Optimizer::set_gradient_clipping(GradientClipping clipping) {
+  if (!(clipping.max_norm >= 0) || !(clipping.max_value >= 0))
+    throw Error(ErrorCode::invalid_select,
+                "nn::Optimizer: clipping bounds must be 0 (off) or positive");
+  clipping_ = clipping;
+}
+
+void Optimizer::apply(const std::vector<Tensor>& raw_grads, const Tensor& loss) {
+  std::vector<Tensor> grads = raw_grads;
+  if (clipping_.max_value > 0) grads = clip_grad_value(grads, clipping_.max_value);
+  if (clipping_.max_norm > 0) grads = clip_grad_norm(grads, clipping_.max_norm).gradients;
   begin_step();
   ++steps_;
   std::vector<Tensor> targets;
