@@ -465,10 +465,11 @@ struct SGDOptions {
   double momentum = 0.0;
   double weight_decay = 0.0;  // L2: weight_decay * value is added to the gradient
   bool nesterov = false;
+  double dampening = 0.0;  // the new gradient enters the momentum buffer scaled by 1 - dampening
 };
 
 // PyTorch's SGD: g = grad + wd * p; with momentum, buf = g on the first step and
-// buf = momentum * buf + g afterwards, and g = buf (or g + momentum * buf with nesterov);
+// buf = momentum * buf + (1 - dampening) g afterwards, and g = buf (or g + momentum * buf with nesterov);
 // p = p - lr * g.
 class SGD : public Optimizer {
  public:
@@ -517,6 +518,96 @@ class Adam : public Optimizer {
   AdamOptions options_;
   std::int64_t t_ = 0;
   std::vector<Tensor> m_, v_;
+};
+
+// AdamW: Adam with decoupled weight decay (the value shrinks by lr * weight_decay each step
+// before the Adam update; the decay does not enter the moments), as torch.optim.AdamW.
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+};
+
+class AdamW : public Optimizer {
+ public:
+  AdamW(std::vector<Parameter> parameters, AdamWOptions options = {});
+  const AdamWOptions& options() const { return options_; }
+  double lr() const override { return options_.lr; }
+  void set_lr(double lr) override;
+
+ protected:
+  Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
+                std::vector<Tensor>& state_out) override;
+  void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  std::vector<const Tensor*> state_of(std::size_t i) const override;
+  void begin_step() override { ++t_; }
+
+ private:
+  AdamWOptions options_;
+  std::int64_t t_ = 0;
+  std::vector<Tensor> m_, v_;
+};
+
+// RMSprop as torch.optim.RMSprop: v = alpha v + (1 - alpha) g^2; the step divides g by
+// sqrt(v) + eps (centered: sqrt(v - mean(g)^2) + eps, with the running mean of g), through a
+// momentum buffer when momentum > 0.
+struct RMSpropOptions {
+  double lr = 1e-2;
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0.0;  // L2
+  double momentum = 0.0;
+  bool centered = false;
+};
+
+class RMSprop : public Optimizer {
+ public:
+  RMSprop(std::vector<Parameter> parameters, RMSpropOptions options = {});
+  const RMSpropOptions& options() const { return options_; }
+  double lr() const override { return options_.lr; }
+  void set_lr(double lr) override;
+
+ protected:
+  Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
+                std::vector<Tensor>& state_out) override;
+  void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  std::vector<const Tensor*> state_of(std::size_t i) const override;
+
+ private:
+  RMSpropOptions options_;
+  std::vector<Tensor> square_avg_, grad_avg_, momentum_;
+};
+
+// Adagrad as torch.optim.Adagrad: the sum of squared gradients scales each step,
+// lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps).
+struct AdagradOptions {
+  double lr = 1e-2;
+  double lr_decay = 0.0;
+  double weight_decay = 0.0;  // L2
+  double initial_accumulator_value = 0.0;
+  double eps = 1e-10;
+};
+
+class Adagrad : public Optimizer {
+ public:
+  Adagrad(std::vector<Parameter> parameters, AdagradOptions options = {});
+  const AdagradOptions& options() const { return options_; }
+  double lr() const override { return options_.lr; }
+  void set_lr(double lr) override;
+
+ protected:
+  Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
+                std::vector<Tensor>& state_out) override;
+  void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  std::vector<const Tensor*> state_of(std::size_t i) const override;
+  void begin_step() override { ++t_; }
+
+ private:
+  AdagradOptions options_;
+  std::int64_t t_ = 0;
+  std::vector<Tensor> sum_;
 };
 
 // ---- saving and loading ---------------------------------------------------------------------------

@@ -175,11 +175,13 @@ void Optimizer::apply(const std::vector<Tensor>& raw_grads, const Tensor& loss) 
 SGD::SGD(std::vector<Parameter> parameters, SGDOptions options)
     : Optimizer(std::move(parameters)), options_(options),
       momentum_(this->parameters().size()) {
-  if (!(options_.lr >= 0) || !(options_.momentum >= 0) || !(options_.weight_decay >= 0))
+  if (!(options_.lr >= 0) || !(options_.momentum >= 0) || !(options_.weight_decay >= 0) ||
+      !(options_.dampening >= 0 && options_.dampening <= 1))
     throw Error(ErrorCode::invalid_select,
-                "nn::SGD: lr, momentum and weight_decay must be >= 0");
-  if (options_.nesterov && options_.momentum == 0)
-    throw Error(ErrorCode::invalid_select, "nn::SGD: nesterov needs a momentum");
+                "nn::SGD: lr, momentum and weight_decay must be >= 0 and dampening in [0, 1]");
+  if (options_.nesterov && (options_.momentum == 0 || options_.dampening != 0))
+    throw Error(ErrorCode::invalid_select,
+                "nn::SGD: nesterov needs a momentum and no dampening");
 }
 
 Tensor SGD::update(std::size_t i, const Tensor& value, const Tensor& grad,
@@ -190,7 +192,9 @@ Tensor SGD::update(std::size_t i, const Tensor& value, const Tensor& grad,
   if (options_.weight_decay != 0)
     g = g + value * static_cast<float>(options_.weight_decay);
   if (options_.momentum != 0) {
-    const Tensor buf = momentum_[i].defined() ? momentum_[i] * mu + g : g;
+    const Tensor fresh =
+        options_.dampening != 0 ? g * static_cast<float>(1.0 - options_.dampening) : g;
+    const Tensor buf = momentum_[i].defined() ? momentum_[i] * mu + fresh : g;
     state_out.push_back(buf);
     g = options_.nesterov ? g + buf * mu : buf;
   }
