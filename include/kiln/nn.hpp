@@ -635,3 +635,5 @@ void load(const std::vector<std::pair<std::string, Parameter>>& parameters,
           const std::string& path);
 
 }  // namespace kiln::nn
+
+#include "kiln/schedulers.hpp"
