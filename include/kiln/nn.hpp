@@ -74,6 +74,10 @@ class Parameter {
   void zero_grad() const { value().zero_grad(); }
   // True when both handles refer to the same slot.
   bool same_slot(const Parameter& other) const { return slot_ == other.slot_; }
+  // A frozen parameter (requires_grad false) is left alone by every optimiser: step(loss) builds
+  // no gradient for it and step() ignores its accumulated one. Shared by every holder of the slot.
+  bool requires_grad() const;
+  void set_requires_grad(bool requires_grad) const;
 
  private:
   struct Slot;
@@ -110,6 +114,8 @@ class Module {
   void eval() { train(false); }
   bool is_training() const { return training_; }
   void zero_grad() const;
+  // Freezes (requires_grad false) or unfreezes every parameter of this module and its children.
+  void set_requires_grad(bool requires_grad) const;
   // A multi-line summary: one line per module with its parameter count, and the total.
   std::string summary() const;
   // Draws this module's own parameters again (as its constructor does) from the global generator;
@@ -274,6 +280,24 @@ class Sequential : public Module {
 
   Tensor forward(const Tensor& x) override;
   std::string describe() const override { return "Sequential"; }
+};
+
+// Holds modules (children "0", "1", ...) for a forward() written by hand, as torch::nn::ModuleList:
+// their parameters belong to the list's owner. Calling the list itself is an error.
+class ModuleList : public Module {
+ public:
+  ModuleList() = default;
+  template <class M>
+    requires std::is_base_of_v<Module, std::decay_t<M>>
+  ModuleList& push_back(M&& module) {
+    return push_back(
+        std::shared_ptr<Module>(std::make_shared<std::decay_t<M>>(std::forward<M>(module))));
+  }
+  ModuleList& push_back(std::shared_ptr<Module> module);
+  std::size_t size() const { return children().size(); }
+  Module& operator[](std::size_t i) const;
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override { return "ModuleList"; }
 };
 
 // ---- activations as modules -----------------------------------------------------------------------

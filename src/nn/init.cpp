@@ -65,6 +65,7 @@ Tensor detach(const Tensor& t) {
 struct Parameter::Slot {
   std::string name;
   Tensor value;
+  bool requires_grad = true;
 };
 
 Parameter::Parameter(std::string name, const Tensor& value) : slot_(std::make_shared<Slot>()) {
@@ -80,6 +81,16 @@ Parameter::Parameter(std::string name, const Tensor& value) : slot_(std::make_sh
 const std::string& Parameter::name() const {
   if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
   return slot_->name;
+}
+
+bool Parameter::requires_grad() const {
+  if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
+  return slot_->requires_grad;
+}
+
+void Parameter::set_requires_grad(bool requires_grad) const {
+  if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
+  slot_->requires_grad = requires_grad;
 }
 
 const Tensor& Parameter::value() const {

@@ -73,6 +73,10 @@ void Module::zero_grad() const {
   for (const auto& p : parameters()) p.zero_grad();
 }
 
+void Module::set_requires_grad(bool requires_grad) const {
+  for (const auto& p : parameters()) p.set_requires_grad(requires_grad);
+}
+
 void Module::summary_lines(const std::string& prefix, std::string& out) const {
   std::int64_t own = 0;
   for (const auto& [n, p] : parameters_) own += p.numel();
@@ -352,6 +356,26 @@ Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
   for (const auto& [name, child] : children()) y = (*child)(y);
   return y;
+}
+
+// ---- ModuleList -----------------------------------------------------------------------------------
+
+ModuleList& ModuleList::push_back(std::shared_ptr<Module> module) {
+  require(module != nullptr, ErrorCode::illegal_dimension, "nn::ModuleList: null module");
+  register_module(std::to_string(size()), std::move(module));
+  return *this;
+}
+
+Module& ModuleList::operator[](std::size_t i) const {
+  require(i < size(), ErrorCode::invalid_select,
+          "nn::ModuleList: index " + std::to_string(i) + " of " + std::to_string(size()) +
+              " modules");
+  return *children()[i].second;
+}
+
+Tensor ModuleList::forward(const Tensor&) {
+  throw Error(ErrorCode::invalid_select,
+              "nn::ModuleList has no forward of its own: call its modules from the owner's");
 }
 
 }  // namespace kiln::nn

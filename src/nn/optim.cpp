@@ -61,7 +61,7 @@ void Optimizer::zero_grad() const {
 
 void Optimizer::step() {
   std::vector<Tensor> grads;
-  for (const auto& p : parameters_) grads.push_back(p.grad());
+  for (const auto& p : parameters_) grads.push_back(p.requires_grad() ? p.grad() : Tensor());
   apply(grads, Tensor());
 }
 
@@ -70,13 +70,21 @@ void Optimizer::step(const Tensor& loss) {
   if (loss.numel() != 1)
     throw Error(ErrorCode::illegal_derive, "nn::Optimizer::step: the loss must have one element, "
                                            "got shape " + shape_to_string(loss.shape()));
+  // Gradients of the parameters that are not frozen; frozen ones get none and stay as they are.
   std::vector<Tensor> values;
-  for (const auto& p : parameters_) values.push_back(p.value());
-  std::vector<Tensor> grads = gradients(loss, values);
+  std::vector<std::size_t> trained;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (!parameters_[i].requires_grad()) continue;
+    values.push_back(parameters_[i].value());
+    trained.push_back(i);
+  }
+  std::vector<Tensor> computed = values.empty() ? std::vector<Tensor>{} : gradients(loss, values);
   values.clear();  // only the parameters hold their values now, so updates can be in place
-  for (std::size_t i = 0; i < grads.size(); ++i) {
+  std::vector<Tensor> grads(parameters_.size());
+  for (std::size_t k = 0; k < trained.size(); ++k) {
+    const std::size_t i = trained[k];
     const Tensor old = parameters_[i].grad();
-    if (old.defined()) grads[i] = grads[i] + old;
+    grads[i] = old.defined() ? computed[k] + old : std::move(computed[k]);
   }
   apply(grads, loss);
 }
