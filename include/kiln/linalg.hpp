@@ -10,8 +10,8 @@
 // meaningful either: svd with repeated singular values (or a zero one where U or Vh of a
 // non-square matrix is used), eigh with repeated eigenvalues when the eigenvectors are used, qr
 // of a matrix whose leading square block is singular, lstsq of a rank-deficient A (lstsq of a
-// wide A is its minimum-norm solution, differentiated as such). The signs of the singular vectors and eigenvectors are LAPACK's; a function
-// whose gradient is taken should not depend on them (U diag(S) Vh, V diag(w) V^T, |V|, ...).
+// wide A is its minimum-norm solution, differentiated as such). The signs of the singular
+// vectors and eigenvectors are LAPACK's; a function whose gradient is taken should not depend on them (U diag(S) Vh, V diag(w) V^T, |V|, ...).
 #pragma once
 
 #include "kiln/tensor.hpp"

@@ -493,8 +493,8 @@ struct SGDOptions {
 };
 
 // PyTorch's SGD: g = grad + wd * p; with momentum, buf = g on the first step and
-// buf = momentum * buf + (1 - dampening) g afterwards, and g = buf (or g + momentum * buf with nesterov);
-// p = p - lr * g.
+// buf = momentum * buf + (1 - dampening) g afterwards, and g = buf (or g + momentum * buf with
+// nesterov); p = p - lr * g.
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Parameter> parameters, SGDOptions options);

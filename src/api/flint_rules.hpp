@@ -1,6 +1,7 @@
 // Flint's rules for elementwise ops, which the C API keeps (the spec's decision 1 and the Flint
-// document's broadcasting): a float-valued op of an integer tensor is computed in f64, a scalar has the type its C suffix names, and shapes that do not
-// fit aligned at the right are aligned at the left. The C++ API's own forms make scalars weak and
+// document's broadcasting): a float-valued op of an integer tensor is computed in f64, a scalar
+// has the type its C suffix names, and shapes that do not fit aligned at the right are aligned at
+// the left. The C++ API's own forms make scalars weak and
 // align at the left only operands marked with inverse_broadcast().
 #pragma once
 

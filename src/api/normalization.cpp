@@ -33,7 +33,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const Shape& s = x.shape();
   const std::size_t k = normalized_shape.size();
   if (k == 0 || k > s.size() ||
-      !std::equal(normalized_shape.begin(), normalized_shape.end(), s.end() - static_cast<std::ptrdiff_t>(k)))
+      !std::equal(normalized_shape.begin(), normalized_shape.end(),
+                  s.end() - static_cast<std::ptrdiff_t>(k)))
     detail::fail(ErrorCode::incompatible_shapes, "layer_norm",
                  "normalized_shape " + shape_to_string(normalized_shape) +
                      " is not the end of the input's shape " + shape_to_string(s));

@@ -336,7 +336,8 @@ KILN_RULE(qr) {  // wide A = [X | Y] (m < n): X = Q U is square, V = Q^T Y (PyTo
   const bool of_q = b.n.attrs.axes[0] == 0;
   const int last = a.rank() - 1;
   const std::int64_t m = a.shape()[static_cast<std::size_t>(last - 1)], n = a.shape().back();
-  if (m >= n) return {of_q ? qr_backward(f.q, f.r, b.g, Tensor()) : qr_backward(f.q, f.r, Tensor(), b.g)};
+  if (m >= n)
+    return {of_q ? qr_backward(f.q, f.r, b.g, Tensor()) : qr_backward(f.q, f.r, Tensor(), b.g)};
   const Tensor y = slice_axis(a, last, m, n);
   const Tensor u = slice_axis(f.r, last, 0, m);
   if (of_q) return {concat(qr_backward(f.q, u, b.g, Tensor()), zeros_like(y), last)};

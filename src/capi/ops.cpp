@@ -111,8 +111,10 @@ KILN_ALL_RIGHT(fequal, detail::Op::equal, FEQUAL)
                    [&] { return make_node(kfn(call.node(a, "a").tensor), OPT, {a}); });     \
   }
 // Ops whose values are floats: Flint computes them of integer tensors in f64.
-#define KILN_FLINT_UNARY(cname, op, OPT) \
-  KILN_UNARY(cname, [](const Tensor& x) { return kiln::detail::flint_unary(kiln::detail::Op::op, x); }, OPT)
+#define KILN_FLINT_UNARY(cname, op, OPT)                                                         \
+  KILN_UNARY(                                                                                    \
+      cname, [](const Tensor& x) { return kiln::detail::flint_unary(kiln::detail::Op::op, x); }, \
+      OPT)
 KILN_FLINT_UNARY(flog, log, FLOG)
 KILN_FLINT_UNARY(flog2, log2, FLOG2)
 KILN_FLINT_UNARY(flog10, log10, FLOG10)

@@ -47,8 +47,8 @@ bool is_elementwise(const Node& node);
 // makes is printed by describe() with its reason, like every other cut. The defaults are the CPU
 // backend's.
 struct FusionPolicy {
-  bool chains = true;             // elementwise producers computed inside their elementwise readers
-  bool into_reductions = true;    // elementwise producers computed inside the reductions reading them
+  bool chains = true;             // elementwise producers computed in their elementwise readers
+  bool into_reductions = true;    // elementwise producers computed in the reductions reading them
   bool reordering_views = false;  // producers fused although read through a view that reorders
                                   // elements (the CPU interpreter computes a fused producer in
                                   // its reader's order; a code generator can index instead)

@@ -141,7 +141,8 @@ Picked pick(const Tensor& x, const Tensor& labels, const ClassLossOptions& o) {
   const Tensor safe = where(kept_mask, labels, zeros_like(labels));
   const Tensor kept = convert(kept_mask, x.dtype());
   const Tensor chosen = squeeze(gather(x, 1, unsqueeze(safe, 1)), 1);
-  const Tensor w = o.weight.defined() ? index_select(like_input(x, o.weight), 0, safe) * kept : kept;
+  const Tensor w =
+      o.weight.defined() ? index_select(like_input(x, o.weight), 0, safe) * kept : kept;
   return {neg(chosen) * w, w, kept};
 }
 

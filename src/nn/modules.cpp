@@ -157,6 +157,17 @@ void require_groups(const char* module, std::int64_t in, std::int64_t out, std::
               std::to_string(groups));
 }
 
+// The arguments every convolution module checks the same way.
+void require_conv(const char* module, std::int64_t in, std::int64_t out, std::int64_t kernel,
+                  std::int64_t stride, std::int64_t dilation, std::int64_t groups) {
+  require_positive(module, "in_channels", in);
+  require_positive(module, "out_channels", out);
+  require_positive(module, "kernel_size", kernel);
+  require_positive(module, "stride", stride);
+  require_positive(module, "dilation", dilation);
+  require_groups(module, in, out, groups);
+}
+
 std::string conv_description(const char* module, std::int64_t in, std::int64_t out,
                              const std::string& kernel, std::int64_t stride, std::int64_t padding,
                              std::int64_t dilation, std::int64_t groups, bool bias) {
@@ -173,12 +184,7 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
                std::int64_t groups)
     : in_(in_channels), out_(out_channels), kernel_(kernel_size), stride_(stride),
       padding_(padding), dilation_(dilation), groups_(groups) {
-  require_positive("Conv2d", "in_channels", in_channels);
-  require_positive("Conv2d", "out_channels", out_channels);
-  require_positive("Conv2d", "kernel_size", kernel_size);
-  require_positive("Conv2d", "stride", stride);
-  require_positive("Conv2d", "dilation", dilation);
-  require_groups("Conv2d", in_, out_, groups_);
+  require_conv("Conv2d", in_channels, out_channels, kernel_size, stride, dilation, groups);
   if (padding_ == same_padding) {
     require(kernel_ % 2 == 1, ErrorCode::illegal_dimension,
             "nn::Conv2d: same padding needs an odd kernel size, got " + std::to_string(kernel_));
@@ -220,14 +226,9 @@ Conv1d::Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
                std::int64_t groups)
     : in_(in_channels), out_(out_channels), kernel_(kernel_size), stride_(stride),
       padding_(padding), dilation_(dilation), groups_(groups) {
-  require_positive("Conv1d", "in_channels", in_channels);
-  require_positive("Conv1d", "out_channels", out_channels);
-  require_positive("Conv1d", "kernel_size", kernel_size);
-  require_positive("Conv1d", "stride", stride);
-  require_positive("Conv1d", "dilation", dilation);
+  require_conv("Conv1d", in_channels, out_channels, kernel_size, stride, dilation, groups);
   require(padding >= 0, ErrorCode::illegal_dimension,
           "nn::Conv1d: padding must be >= 0, got " + std::to_string(padding));
-  require_groups("Conv1d", in_, out_, groups_);
   const std::int64_t fan_in = in_ / groups_ * kernel_;
   weight_ = register_parameter("weight", default_weight({out_, in_ / groups_, kernel_}, fan_in));
   if (bias) bias_ = register_parameter("bias", default_bias(out_, fan_in));
@@ -255,16 +256,12 @@ ConvTranspose2d::ConvTranspose2d(std::int64_t in_channels, std::int64_t out_chan
                                  std::int64_t dilation, std::int64_t groups)
     : in_(in_channels), out_(out_channels), kernel_(kernel_size), stride_(stride),
       padding_(padding), output_padding_(output_padding), dilation_(dilation), groups_(groups) {
-  require_positive("ConvTranspose2d", "in_channels", in_channels);
-  require_positive("ConvTranspose2d", "out_channels", out_channels);
-  require_positive("ConvTranspose2d", "kernel_size", kernel_size);
-  require_positive("ConvTranspose2d", "stride", stride);
-  require_positive("ConvTranspose2d", "dilation", dilation);
+  require_conv("ConvTranspose2d", in_channels, out_channels, kernel_size, stride, dilation,
+               groups);
   require(padding >= 0 && output_padding >= 0 && output_padding < stride,
           ErrorCode::illegal_dimension,
           "nn::ConvTranspose2d: padding must be >= 0 and output_padding in [0, stride), got " +
               std::to_string(padding) + " and " + std::to_string(output_padding));
-  require_groups("ConvTranspose2d", in_, out_, groups_);
   const std::int64_t fan_in = out_ / groups_ * kernel_ * kernel_;
   weight_ = register_parameter("weight",
                                default_weight({in_, out_ / groups_, kernel_, kernel_}, fan_in));
