@@ -243,9 +243,12 @@ class Program {
       return;
     }
     if (r->operation.dimensions > kMaxRank) {
-      // Too many dimensions for the argument arrays here: not kept (freeing it gives its
-      // operands back the reference it took).
+      // Too many dimensions for the argument arrays here: not kept. Freeing it gives its operands
+      // back the reference it took, and (as fFreeGraph frees every predecessor whose counter
+      // reaches 0) frees an operand that nothing else uses.
       fFreeGraph(r);
+      for (int p : preds)
+        if (p >= 0 && !nodes_[p].freed && nodes_[p].users == 0) mark_freed(p);
       return;
     }
     Entry e;
