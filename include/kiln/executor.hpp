@@ -26,7 +26,12 @@ class Executor {
 std::shared_ptr<Executor> reference_executor();
 // Fused, vectorised and multi-threaded; the default.
 std::shared_ptr<Executor> cpu_executor();
-// Every executor kiln has, the reference executor (the oracle) first. A new backend is added
+// Generated OpenCL C kernels on an OpenCL device (KILN_OPENCL_DEVICE picks one by a part of its
+// name; default: the first GPU, else the first device). Throws kiln::Error(ocl_error) when kiln
+// was built without OpenCL or no device is present.
+std::shared_ptr<Executor> opencl_executor();
+// Every executor kiln has (OpenCL where a device is present), the reference executor (the
+// oracle) first. A new backend is added
 // here; the registry-driven op test (tests/test_registry_ops.cpp) then runs every op on it
 // against the reference, and KILN_EXECUTOR=<its name> makes it the default.
 std::vector<std::shared_ptr<Executor>> executors();
@@ -34,7 +39,7 @@ std::vector<std::shared_ptr<Executor>> executors();
 // error that lists the names.
 std::shared_ptr<Executor> find_executor(std::string_view name);
 // The executor eval() uses: cpu_executor(), or the one named by the environment variable
-// KILN_EXECUTOR (reference or cpu) at start-up, until set_executor() picks another.
+// KILN_EXECUTOR (reference, cpu or opencl) at start-up, until set_executor() picks another.
 std::shared_ptr<Executor> current_executor();
 void set_executor(std::shared_ptr<Executor> executor);
 

@@ -133,5 +133,7 @@ bool eager_enabled() noexcept;
 void execute(CNode& node);
 // The same on the CPU executor, whichever executor is current (fExecuteGraph_cpu).
 void execute_on_cpu(CNode& node);
+// Executes on the OpenCL executor (OCL_ERROR without one) and attaches the result.
+void execute_on_gpu(CNode& node);
 
 }  // namespace kiln::capi

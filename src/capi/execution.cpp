@@ -43,16 +43,42 @@ void cleanup_cpu() noexcept {
   log_message(F_INFO, "flintCleanup: CPU backend released");
 }
 
-[[noreturn]] void no_gpu() {
-  throw CError(OCL_ERROR, "kiln has no GPU (OpenCL) backend; use the CPU backend");
+// The OpenCL executor, opened on first use; OCL_ERROR when kiln has no OpenCL or the machine
+// no device.
+Executor& gpu() {
+  try {
+    static const std::shared_ptr<Executor> executor = opencl_executor();
+    return *executor;
+  } catch (const Error& e) {
+    throw CError(OCL_ERROR, e.what());
+  }
 }
+
+void init_gpu() {
+  gpu();
+  if ((initialized.fetch_or(FLINT_BACKEND_ONLY_GPU) & FLINT_BACKEND_ONLY_GPU) == 0)
+    log_message(F_INFO, "flintInit: GPU (OpenCL) backend initialized");
+}
+
+bool gpu_only() noexcept { return initialized.load() == FLINT_BACKEND_ONLY_GPU; }
 }  // namespace
 
 bool eager_enabled() noexcept { return eager.load(); }
 
+// On the GPU when it is the only backend initialized (flintInit(FLINT_BACKEND_ONLY_GPU)), else
+// on the current executor (the CPU unless KILN_EXECUTOR or set_executor chose another).
 void execute(CNode& node) {
+  if (gpu_only()) return execute_on_gpu(node);
   init_cpu();
   node.tensor.eval();
+  attach_result(node);
+}
+
+// The result is attached, and so read back to host memory; what the graph computed on the way
+// stays on the device.
+void execute_on_gpu(CNode& node) {
+  init_gpu();
+  node.tensor.eval(gpu());
   attach_result(node);
 }
 
@@ -78,9 +104,15 @@ FErrorType flintInit(int backends) {
       case FLINT_BACKEND_ONLY_CPU: init_cpu(); break;
       case FLINT_BACKEND_BOTH:
         init_cpu();
-        log_message(F_WARNING, "flintInit: kiln has no GPU backend; only the CPU backend is used");
+        try {
+          init_gpu();
+        } catch (const CError& e) {
+          const std::string message = std::string("flintInit: no GPU backend (") + e.what() +
+                                      "); only the CPU backend is used";
+          log_message(F_WARNING, message.c_str());
+        }
         break;
-      case FLINT_BACKEND_ONLY_GPU: no_gpu();
+      case FLINT_BACKEND_ONLY_GPU: init_gpu(); break;
       default:
         throw CError(INVALID_SELECT, "unknown backend selection " + std::to_string(backends) +
                                          " (expected FLINT_BACKEND_ONLY_CPU, _ONLY_GPU or _BOTH)");
@@ -97,13 +129,17 @@ FErrorType flintInit_cpu(void) {
 
 FErrorType flintInit_gpu(void) {
   Call call("flintInit_gpu");
-  return guarded(call, OCL_ERROR, []() -> FErrorType { no_gpu(); });
+  return guarded(call, OCL_ERROR, []() -> FErrorType {
+    init_gpu();
+    return NO_ERROR;
+  });
 }
 
 int flintInitializedBackends(void) { return initialized.load(); }
 
 FErrorType flintCleanup(void) {
   cleanup_cpu();
+  initialized.fetch_and(~FLINT_BACKEND_ONLY_GPU);
   return NO_ERROR;
 }
 
@@ -112,7 +148,10 @@ FErrorType flintCleanup_cpu(void) {
   return NO_ERROR;
 }
 
-FErrorType flintCleanup_gpu(void) { return NO_ERROR; }
+FErrorType flintCleanup_gpu(void) {
+  initialized.fetch_and(~FLINT_BACKEND_ONLY_GPU);
+  return NO_ERROR;
+}
 
 // ---- eager mode --------------------------------------------------------------------------------
 
@@ -144,8 +183,8 @@ FGraphNode* fCalculateResult(FGraphNode* node) { return execute_as("fCalculateRe
 static FGraphNode* gpu_execution(const char* function, FGraphNode* node) {
   Call call(function);
   return guarded(call, static_cast<FGraphNode*>(nullptr), [&]() -> FGraphNode* {
-    call.node(node, "node");
-    no_gpu();
+    execute_on_gpu(call.node(node, "node"));
+    return node;
   });
 }
 

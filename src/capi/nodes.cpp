@@ -5,6 +5,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <utility>
 #include <string>
 #include <unordered_set>
 
@@ -139,7 +140,9 @@ void attach_result(CNode& n) {
   // Attached already: no write, so a thread reading result_data meanwhile reads a settled value.
   if (n.result_data != nullptr && n.result_buffer == values) return;
   n.result_buffer = std::move(values);
-  n.result.data = n.result_buffer->data();
+  // The host copy through the read-only accessor: the caller only reads result_data, and a
+  // device copy of the values stays valid for the device's next use of them.
+  n.result.data = const_cast<void*>(std::as_const(*n.result_buffer).data());
   n.result.num_entries = static_cast<std::size_t>(n.result_buffer->numel());
   n.result_data = &n.result;
 }

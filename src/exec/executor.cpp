@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <iostream>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -20,10 +21,21 @@ std::mutex& executor_mutex() {
   return m;
 }
 std::shared_ptr<Executor> default_executor() {
-  const char* name = std::getenv("KILN_EXECUTOR");
-  if (name != nullptr)
-    for (auto& e : executors())
-      if (e->name() == name) return e;
+  const char* env = std::getenv("KILN_EXECUTOR");
+  if (env == nullptr || env[0] == '\0') return cpu_executor();
+  const std::string_view name(env);
+  if (name == "reference") return reference_executor();
+  if (name == "cpu") return cpu_executor();
+  if (name == "opencl") {
+    try {
+      return opencl_executor();
+    } catch (const Error& e) {
+      std::cerr << "[kiln] KILN_EXECUTOR=opencl: " << e.what() << "; using the cpu executor\n";
+      return cpu_executor();
+    }
+  }
+  std::cerr << "[kiln] KILN_EXECUTOR=" << name
+            << " names no executor (reference, cpu, opencl); using the cpu executor\n";
   return cpu_executor();
 }
 std::shared_ptr<Executor>& executor_slot() {
@@ -49,8 +61,20 @@ Executor& executor_for_evaluation() {
 }
 }  // namespace
 
+#ifndef KILN_HAS_OPENCL
+std::shared_ptr<Executor> opencl_executor() {
+  throw Error(ErrorCode::ocl_error, "kiln was built without OpenCL (KILN_WITH_OPENCL=OFF)");
+}
+#endif
+
 std::vector<std::shared_ptr<Executor>> executors() {
-  return {reference_executor(), cpu_executor()};
+  std::vector<std::shared_ptr<Executor>> all{reference_executor(), cpu_executor()};
+  try {
+    all.push_back(opencl_executor());
+  } catch (const Error&) {
+    // No OpenCL device here: the executors that run are the ones listed.
+  }
+  return all;
 }
 
 std::shared_ptr<Executor> find_executor(std::string_view name) {

@@ -114,6 +114,7 @@ class Scheduler {
   // sources to k.inputs.
   void collect(Node* root, Kernel& k, std::unordered_set<Node*>& fused) {
     std::vector<std::pair<Node*, bool>> stack{{root, false}};
+    std::size_t fused_here = 0;
     while (!stack.empty()) {
       auto [n, expanded] = stack.back();
       stack.pop_back();
@@ -122,11 +123,14 @@ class Scheduler {
         continue;
       }
       fused.insert(n);
+      ++fused_here;
       stack.push_back({n, true});
       for (auto it = n->inputs.rbegin(); it != n->inputs.rend(); ++it) {
         KernelInput in = source_of(*it);
         const char* why = refusal(in);
         if (why == nullptr && !policy_.chains) why = "this backend fuses no chains";
+        if (why == nullptr && policy_.max_ops != 0 && fused_here >= policy_.max_ops)
+          why = "the kernel holds as many ops as this backend fuses";
         if (why == nullptr) {
           stack.push_back({in.node, false});
         } else {
@@ -147,7 +151,7 @@ class Scheduler {
 // the result's only reader, they have the same number of elements and the result is read in
 // order (every time it is read): the merged kernel computes both in one pass over memory and
 // stores both. Kernels that are merged away are left empty (root null) and dropped.
-void merge_multi_output(std::vector<Kernel>& kernels) {
+void merge_multi_output(std::vector<Kernel>& kernels, std::size_t max_ops) {
   std::unordered_map<const Node*, int> readers;  // kernels reading each node
   for (const Kernel& k : kernels) {
     std::unordered_set<const Node*> seen;
@@ -170,6 +174,7 @@ void merge_multi_output(std::vector<Kernel>& kernels) {
       if (!in_order) continue;
       Kernel& p = kernels[it->second];
       if (&p == &k || p.root == nullptr || p.root->numel() != k.root->numel()) continue;
+      if (max_ops != 0 && p.body.size() + k.body.size() > max_ops) continue;
       Node* const merged = p.root;
       std::vector<Node*> body = std::move(p.body);
       body.insert(body.end(), k.body.begin(), k.body.end());
@@ -192,7 +197,7 @@ void merge_multi_output(std::vector<Kernel>& kernels) {
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy) {
   std::vector<Kernel> kernels = Scheduler(targets, policy).run();
-  if (policy.chains && policy.multi_output) merge_multi_output(kernels);
+  if (policy.chains && policy.multi_output) merge_multi_output(kernels, policy.max_ops);
   return kernels;
 }
 

@@ -56,6 +56,8 @@ struct FusionPolicy {
                                   // host: a device backend leaves it to the host fallback)
   bool multi_output = true;       // a kernel takes in the producer whose result only it reads
                                   // (with chains only)
+  std::size_t max_ops = 0;        // the most ops one kernel computes (0: no limit): a code
+                                  // generator's compile time grows with the kernel's length
 };
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy = {});

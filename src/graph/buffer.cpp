@@ -40,6 +40,54 @@ Buffer::Buffer(DType dtype, std::int64_t numel, void* external,
       borrowed_(true),
       data_(static_cast<std::byte*>(external), Free{bytes(), true, std::move(release)}) {}
 
+Buffer::Buffer(DType dtype, std::int64_t numel, std::shared_ptr<DeviceMemory> on_device)
+    : dtype_(dtype), numel_(addressable(numel, dtype)), data_(nullptr, Free{bytes()}),
+      host_valid_(false), has_device_copies_(true), device_copies_{std::move(on_device)} {}
+
+void Buffer::make_host_copy() const {
+  std::lock_guard lock(copies_mutex_);
+  if (host_valid_.load(std::memory_order_relaxed)) return;  // another reader made it meanwhile
+  if (device_copies_.empty())
+    throw Error(ErrorCode::internal_error, "a buffer of " + std::to_string(numel_) + " " +
+                                               dtype_name(dtype_) + " values holds no copy");
+  if (!data_) {
+    auto* p = static_cast<std::byte*>(allocate_buffer(bytes()));
+    if (p == nullptr)
+      throw Error(ErrorCode::out_of_memory,
+                  "allocation of " + std::to_string(bytes()) + " bytes for a host copy failed");
+    data_.reset(p);
+  }
+  device_copies_.front()->download(data_.get(), bytes());
+  host_valid_.store(true, std::memory_order_release);
+}
+
+void Buffer::drop_device_copies() {
+  std::lock_guard lock(copies_mutex_);
+  device_copies_.clear();
+  has_device_copies_.store(false, std::memory_order_relaxed);
+}
+
+std::shared_ptr<DeviceMemory> Buffer::copy_on(const Device& device) const {
+  if (!has_device_copies_.load(std::memory_order_relaxed)) return nullptr;
+  std::lock_guard lock(copies_mutex_);
+  for (const auto& copy : device_copies_)
+    if (&copy->device() == &device) return copy;
+  return nullptr;
+}
+
+void Buffer::add_device_copy(std::shared_ptr<DeviceMemory> memory) const {
+  std::lock_guard lock(copies_mutex_);
+  device_copies_.push_back(std::move(memory));
+  has_device_copies_.store(true, std::memory_order_relaxed);
+}
+
+void Buffer::overwrite_on_device(std::shared_ptr<DeviceMemory> memory) {
+  std::lock_guard lock(copies_mutex_);
+  device_copies_.assign(1, std::move(memory));
+  has_device_copies_.store(true, std::memory_order_relaxed);
+  host_valid_.store(false, std::memory_order_release);
+}
+
 void Buffer::Free::operator()(std::byte* p) const {
   if (!borrowed) {
     free_buffer(p, bytes);

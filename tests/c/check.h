@@ -58,6 +58,10 @@ void kt_fail(const char *file, int line, const char *what);
 void kt_check_values(const char *file, int line, FGraphNode *node, const double *expected,
                      size_t n, double tol);
 void kt_check_shape(const char *file, int line, FGraphNode *node, const size_t *shape, int dims);
+
+/* Whether the GPU (OpenCL) backend initializes here. Checks of the GPU functions take the branch
+ * that fits; main() says which one ran. */
+int kt_have_gpu(void);
 void kt_check_error(const char *file, int line, int failed, FErrorType code, const char **parts,
                     size_t n);
 

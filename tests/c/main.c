@@ -121,10 +121,22 @@ FGraphNode *kt_node(enum FType type, const double *values, int n, const size_t *
 /* Hostile arguments to every function (test_hostile.c). */
 void test_hostile(void);
 
+int kt_have_gpu(void) {
+  static int known = -1;
+  if (known < 0) {
+    known = flintInit_gpu() == NO_ERROR;
+    flintCleanup();
+  }
+  return known;
+}
+
 int main(void) {
   /* Before anything else: no error yet. */
   CHECK(fErrorType() == NO_ERROR);
   CHECK(strcmp(fErrorMessage(), "") == 0);
+  printf("GPU (OpenCL) backend: %s\n",
+         kt_have_gpu() ? "present, its functions are checked against the CPU"
+                       : "absent, its functions are checked to fail with OCL_ERROR");
   /* Errors are tested on purpose below; keep stderr quiet (test_logging turns logging on). */
   fSetLoggingLevel(F_NO_LOGGING);
 

@@ -15,13 +15,25 @@ static void test_backends(void) {
   CHECK(flintInit_cpu() == NO_ERROR);
   CHECK(flintInitializedBackends() == FLINT_BACKEND_ONLY_CPU);
 
-  /* No GPU backend: asking for it alone is a clean OCL_ERROR. */
-  CHECK_ERROR(flintInit(FLINT_BACKEND_ONLY_GPU) == OCL_ERROR, OCL_ERROR, "flintInit", "GPU");
-  CHECK_ERROR(flintInit_gpu() == OCL_ERROR, OCL_ERROR, "flintInit_gpu", "GPU");
+  if (kt_have_gpu()) {
+    CHECK(flintInit(FLINT_BACKEND_ONLY_GPU) == NO_ERROR);
+    CHECK(flintInitializedBackends() == FLINT_BACKEND_BOTH);
+    CHECK(flintCleanup_gpu() == NO_ERROR);
+    CHECK(flintInitializedBackends() == FLINT_BACKEND_ONLY_CPU);
+    CHECK(flintInit_gpu() == NO_ERROR);
+    CHECK(flintInitializedBackends() == FLINT_BACKEND_BOTH);
+    CHECK(flintCleanup_gpu() == NO_ERROR);
+  } else {
+    /* No GPU backend: asking for it alone is a clean OCL_ERROR. */
+    CHECK_ERROR(flintInit(FLINT_BACKEND_ONLY_GPU) == OCL_ERROR, OCL_ERROR, "flintInit", "OpenCL");
+    CHECK_ERROR(flintInit_gpu() == OCL_ERROR, OCL_ERROR, "flintInit_gpu", "OpenCL");
+  }
   CHECK(flintInitializedBackends() == FLINT_BACKEND_ONLY_CPU);
-  /* Both: the CPU backend is used. */
+  /* Both: the CPU backend, and the GPU backend where there is one. */
   CHECK(flintInit(FLINT_BACKEND_BOTH) == NO_ERROR);
-  CHECK(flintInitializedBackends() == FLINT_BACKEND_ONLY_CPU);
+  CHECK(flintInitializedBackends() ==
+        (kt_have_gpu() ? FLINT_BACKEND_BOTH : FLINT_BACKEND_ONLY_CPU));
+  CHECK(flintCleanup_gpu() == NO_ERROR);
   CHECK_ERROR(flintInit(7) == INVALID_SELECT, INVALID_SELECT, "flintInit", "7");
 
   /* Execution initializes the CPU backend when needed. */
@@ -59,9 +71,31 @@ static void test_execute_functions(void) {
   CHECK_VALUES(b, 0, 2, 4, 6, 8);
   CHECK(fCalculateResult(a) == a && a->result_data != NULL);
 
-  /* The GPU functions fail cleanly. */
-  CHECK_ERROR(fExecuteGraph_gpu(c) == NULL, OCL_ERROR, "fExecuteGraph_gpu", "GPU");
-  CHECK_ERROR(fExecuteGraph_gpu_eagerly(c) == NULL, OCL_ERROR, "fExecuteGraph_gpu_eagerly");
+  if (kt_have_gpu()) {
+    /* On the GPU: the same values, read back by fSyncMemory. */
+    FGraphNode *d = fsub_ci(fmul_cd(a, 3.0), 2);
+    FGraphNode *e = freduce_sum(fmul_ci(a, 2), 0);
+    CHECK(fExecuteGraph_gpu(d) == d);
+    CHECK(fSyncMemory(d) == d->result_data);
+    CHECK_VALUES(d, 0, 1, 4, 7, 10);
+    CHECK(fExecuteGraph_gpu_eagerly(e) == e);
+    CHECK_VALUES(e, 0, 8, 12);
+    /* With the GPU as the only backend, fExecuteGraph runs there. */
+    CHECK(flintCleanup() == NO_ERROR);
+    CHECK(flintInit(FLINT_BACKEND_ONLY_GPU) == NO_ERROR);
+    {
+      FGraphNode *f = fadd_cd(fsqrt_g(fabs_g(d)), 0.5);
+      CHECK(fExecuteGraph(f) == f);
+      CHECK_VALUES(f, 1e-12, 1.5, 2.5, 3.1457513110645907, 3.6622776601683795);
+      fFreeGraph(f);
+    }
+    CHECK(flintCleanup() == NO_ERROR);
+    fFreeGraph(e);
+  } else {
+    /* The GPU functions fail cleanly. */
+    CHECK_ERROR(fExecuteGraph_gpu(c) == NULL, OCL_ERROR, "fExecuteGraph_gpu", "OpenCL");
+    CHECK_ERROR(fExecuteGraph_gpu_eagerly(c) == NULL, OCL_ERROR, "fExecuteGraph_gpu_eagerly");
+  }
   CHECK_VALUES(c, 0, 3, 5, 7, 9);
   fFreeGraph(c);
 }

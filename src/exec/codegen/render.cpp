@@ -1,0 +1,468 @@
+#include "exec/codegen/render.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "exec/reduction_geometry.hpp"
+#include "exec/schedule_cache.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln::detail {
+
+namespace {
+
+// Helpers the registry's C templates name (kiln_add, kiln_pow, ...), with the integer rules of
+// semantics/integer.hpp (wrapping through unsigned types, division by zero giving 0) and the NaN
+// rules of semantics/nan_rules.hpp, plus conversions to integers as convert_value does them (NaN
+// gives 0, out-of-range values saturate, the rest truncate). A kernel gets only the helpers it
+// names, for the types it uses: compilers such as PoCL's take time for every function in the
+// source. In the definitions $T is the type, $U its unsigned type, $F a float literal's suffix.
+struct Helper {
+  std::string_view name;
+  std::string_view integer;  // for int and long
+  std::string_view floating;  // for float and double
+};
+constexpr Helper kHelpers[] = {
+    {"kiln_add", "$T kiln_add($T a, $T b) { return ($T)(($U)a + ($U)b); }",
+     "$T kiln_add($T a, $T b) { return a + b; }"},
+    {"kiln_sub", "$T kiln_sub($T a, $T b) { return ($T)(($U)a - ($U)b); }",
+     "$T kiln_sub($T a, $T b) { return a - b; }"},
+    {"kiln_mul", "$T kiln_mul($T a, $T b) { return ($T)(($U)a * ($U)b); }",
+     "$T kiln_mul($T a, $T b) { return a * b; }"},
+    {"kiln_div",
+     "$T kiln_div($T a, $T b) { return b == 0 ? ($T)0 : b == -1 ? ($T)(($U)0 - ($U)a) : a / b; }",
+     "$T kiln_div($T a, $T b) { return a / b; }"},
+    {"kiln_abs", "$T kiln_abs($T x) { return x < 0 ? ($T)(($U)0 - ($U)x) : x; }",
+     "$T kiln_abs($T x) { return fabs(x); }"},
+    {"kiln_min", "$T kiln_min($T a, $T b) { return a < b ? a : b; }",
+     "$T kiln_min($T a, $T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }"},
+    {"kiln_max", "$T kiln_max($T a, $T b) { return a > b ? a : b; }",
+     "$T kiln_max($T a, $T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }"},
+    {"kiln_pow",
+     "$T kiln_pow($T b, $T e) {\n"
+     "  if (e < 0) return b == 1 ? ($T)1 : b == -1 ? (e % 2 == 0 ? ($T)1 : ($T)-1) : ($T)0;\n"
+     "  $U r = 1, x = ($U)b;\n"
+     "  while (e > 0) { if (e & 1) r *= x; x *= x; e >>= 1; }\n"
+     "  return ($T)r;\n}",
+     "$T kiln_pow($T a, $T b) { return pow(a, b); }"},
+    {"kiln_replaces", "int kiln_replaces($T c, $T b, int maximum) { return maximum ? c > b : c < b; }",
+     "int kiln_replaces($T c, $T b, int maximum) {\n"
+     "  if (b != b) return 0;\n  if (c != c) return 1;\n  return maximum ? c > b : c < b;\n}"},
+    {"kiln_to_i32", "",
+     "int kiln_to_i32($T v) {\n"
+     "  return v != v ? 0 : v <= -2147483648.0$F ? (-2147483647 - 1)\n"
+     "       : v >= 2147483647.0$F ? 2147483647 : (int)v;\n}"},
+    {"kiln_to_i64", "",
+     "long kiln_to_i64($T v) {\n"
+     "  return v != v ? 0 : v <= -9223372036854775808.0$F ? (-9223372036854775807L - 1)\n"
+     "       : v >= 9223372036854775807.0$F ? 9223372036854775807L : (long)v;\n}"},
+};
+
+std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+// The definitions of the helpers `body` names, for each type the kernel uses.
+std::string helpers_for(const std::string& body, const Dialect& d, bool f64) {
+  struct Type {
+    DType t;
+    std::string_view unsigned_name, suffix;
+  };
+  const Type types[] = {{DType::i32, d.u32, ""},
+                        {DType::i64, d.u64, ""},
+                        {DType::f32, "", "f"},
+                        {DType::f64, "", ""}};
+  std::string out;
+  for (const Helper& h : kHelpers) {
+    if (body.find(std::string(h.name) + "(") == std::string::npos) continue;
+    for (const Type& t : types) {
+      if (t.t == DType::f64 && !f64) continue;
+      const std::string_view def = is_float(t.t) ? h.floating : h.integer;
+      if (def.empty()) continue;
+      std::string text = replace_all(std::string(def), "$T", d.type(t.t));
+      text = replace_all(std::move(text), "$U", t.unsigned_name);
+      text = replace_all(std::move(text), "$F", t.suffix);
+      out += std::string(d.function) + " " + text + "\n";
+    }
+  }
+  return out;
+}
+
+std::string number(std::int64_t v) { return std::to_string(v); }
+
+// A literal of type `t` with the value of `s` converted as the CPU converts it.
+std::string literal(const Scalar& s, DType t, const Dialect& d) {
+  char text[64];
+  switch (t) {
+    case DType::i32: {
+      const auto v = s.as<std::int32_t>();
+      if (v == INT32_MIN) return "(-2147483647 - 1)";
+      return "(" + std::string(d.i32) + ")" + std::to_string(v);
+    }
+    case DType::i64: {
+      const auto v = s.as<std::int64_t>();
+      if (v == INT64_MIN) return "(-9223372036854775807L - 1)";
+      return "(" + std::string(d.i64) + ")" + std::to_string(v) + "L";
+    }
+    case DType::f32:
+    case DType::f64: {
+      const double v = t == DType::f32 ? static_cast<double>(s.as<float>()) : s.as<double>();
+      const std::string type(d.type(t));
+      if (std::isnan(v)) return "(" + type + ")NAN";
+      if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "(" + type + ")INFINITY";
+      std::snprintf(text, sizeof text, "%a", v);
+      return "(" + type + ")" + text;
+    }
+  }
+  return "0";
+}
+
+// `expr`, a value of type `from`, as type `to` (convert_value's rules).
+std::string cast(const std::string& expr, DType from, DType to, const Dialect& d) {
+  if (from == to) return expr;
+  if (is_float(from) && !is_float(to))
+    return std::string(to == DType::i32 ? "kiln_to_i32(" : "kiln_to_i64(") + expr + ")";
+  return "((" + std::string(d.type(to)) + ")(" + expr + "))";
+}
+
+std::string fill_template(std::string_view tmpl, const std::string* args) {
+  std::string out;
+  for (std::size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] == '{' && i + 2 < tmpl.size() && tmpl[i + 2] == '}') {
+      out += args[tmpl[i + 1] - '0'];
+      i += 2;
+    } else {
+      out += tmpl[i];
+    }
+  }
+  return out;
+}
+
+class Renderer {
+ public:
+  Renderer(const GraphStructure& structure, const Dialect& dialect)
+      : structure_(structure), d_(dialect) {}
+
+  RenderedKernel& result() { return r_; }
+
+  // The kernel's argument for the buffer of the node at `slot`.
+  const std::string& argument(int slot) {
+    auto it = args_.find(slot);
+    if (it != args_.end()) return it->second;
+    const std::string name = "in" + std::to_string(r_.inputs.size());
+    r_.inputs.push_back(slot);
+    note_type(structure_.nodes()[static_cast<std::size_t>(slot)]->dtype);
+    return args_.emplace(slot, name).first->second;
+  }
+
+  void note_type(DType t) {
+    if (t == DType::f64) r_.uses_f64 = true;
+  }
+
+  // Statements declaring `name` (of the loaded node's type) as element `index` of the buffer of
+  // node `slot`, read through the map of `view` (null: row-major).
+  void load(std::string& body, const std::string& name, int slot, const ViewMap* view,
+            const std::string& index) {
+    const Node& data = *structure_.nodes()[static_cast<std::size_t>(slot)];
+    const std::string& buffer = argument(slot);
+    const std::string type(d_.type(data.dtype));
+    if (view == nullptr || view->is_identity()) {
+      body += "  " + type + " " + name + " = " + buffer + "[" + index + "];\n";
+      return;
+    }
+    body += "  " + type + " " + name + ";\n  {\n    long kp = " + index + ";\n";
+    bool masked = false;
+    std::string fill;
+    const auto& layers = view->layers();
+    for (std::size_t k = layers.size(); k-- > 0;) {
+      const ViewLayer& l = layers[k];
+      const std::size_t rank = l.shape.size();
+      body += "    {\n      long kq = kp;\n";
+      std::string next = number(l.offset);
+      bool never = false;  // a dimension whose only position lies outside the valid range
+      for (std::size_t dim = rank; dim-- > 0;) {
+        const std::string c = "c" + std::to_string(dim);
+        const std::int64_t size = l.shape[dim];
+        if (size == 1) {
+          if (!l.valid.empty() && (l.valid[dim].first > 0 || l.valid[dim].second <= 0))
+            never = true;
+          continue;
+        }
+        if (dim > 0)
+          body += "      long " + c + " = kq % " + number(size) + "; kq /= " + number(size) + ";\n";
+        else
+          body += "      long " + c + " = kq;\n";
+        if (l.strides[dim] != 0) next += " + " + c + " * " + number(l.strides[dim]);
+        if (!l.valid.empty() && (l.valid[dim].first > 0 || l.valid[dim].second < size)) {
+          body += "      if (" + c + " < " + number(l.valid[dim].first) + " || " + c +
+                  " >= " + number(l.valid[dim].second) + ") in = 0;\n";
+          masked = true;
+        }
+      }
+      if (never) {
+        body += "      in = 0;\n";
+        masked = true;
+      }
+      if (!l.valid.empty()) fill = literal(l.fill, data.dtype, d_);
+      body += "      kp = " + next + ";\n    }\n";
+    }
+    if (masked) {
+      // Declared first, so that every layer can clear it; one fill per map (the layers that
+      // mask all come from pad, which keeps one fill value through the map).
+      const auto at = body.rfind("  {\n    long kp = ");
+      body.insert(at + 4, "    int in = 1;\n");
+      body += "    " + name + " = in ? " + buffer + "[kp] : " + fill + ";\n  }\n";
+    } else {
+      body += "    " + name + " = " + buffer + "[kp];\n  }\n";
+    }
+  }
+
+  // The statements of a lowered body computed at element `index`; returns the name of the
+  // result, and sets each stored node's value name in `stores`.
+  std::string code(std::string& body, const KernelIr& ir, const std::string& index,
+                   std::vector<std::string>* stores) {
+    std::vector<std::string> reg(static_cast<std::size_t>(ir.registers));
+    std::vector<DType> reg_type(static_cast<std::size_t>(ir.registers));
+    int next = 0;
+    for (const IrInstruction& ins : ir.code) {
+      const std::string name = "v" + std::to_string(next++);
+      const auto out = static_cast<std::size_t>(ins.out);
+      if (ins.load >= 0) {
+        const IrLoad& l = ir.loads[static_cast<std::size_t>(ins.load)];
+        const ViewMap* view =
+            l.through >= 0 ? &structure_.nodes()[static_cast<std::size_t>(l.through)]->view
+                           : nullptr;
+        load(body, name, l.node, view, index);
+        reg[out] = name;
+        reg_type[out] = l.type;
+        continue;
+      }
+      const IrStep& s = ins.step;
+      const OpInfo& info = op_info(s.op);
+      std::string args[3];
+      for (int a = 0; a < s.arity; ++a) {
+        const auto r = static_cast<std::size_t>(s.args[a]);
+        // where's condition keeps its type: a nonzero i64 must not become 0 as an i32.
+        args[a] = info.kind == OpKind::ternary && a == 0
+                      ? reg[r]
+                      : cast(reg[r], reg_type[r], s.compute, d_);
+      }
+      note_type(s.compute);
+      note_type(s.dtype);
+      std::string expr;
+      DType from = s.compute;
+      if (info.kind == OpKind::ternary) {
+        expr = "(" + args[0] + " != 0 ? " + args[1] + " : " + args[2] + ")";
+      } else if (!info.c_template.empty()) {
+        expr = fill_template(info.c_template, args);
+        if (info.type_rule == TypeRule::to_i32) from = DType::i32;  // 0/1 or -1/1 as an int
+      } else {
+        throw Error(ErrorCode::internal_error,
+                    std::string(info.name) + " has no C template for " + std::string(d_.name));
+      }
+      body += "  " + std::string(d_.type(s.dtype)) + " " + name + " = " +
+              cast(expr, from, s.dtype, d_) + ";\n";
+      reg[out] = name;
+      reg_type[out] = s.dtype;
+      if (ins.store >= 0 && stores != nullptr) (*stores)[static_cast<std::size_t>(ins.store)] = name;
+    }
+    return reg[static_cast<std::size_t>(ir.result)];
+  }
+
+  // The source: preamble, helpers, then the kernel text `kernel` whose buffer parameters are
+  // `outputs` and the inputs the loads named.
+  void finish(const std::string& head, const std::vector<std::string>& outputs,
+              const std::string& body) {
+    std::string params;
+    for (const std::string& o : outputs) params += (params.empty() ? "" : ", ") + o;
+    for (std::size_t i = 0; i < r_.inputs.size(); ++i) {
+      const Node& n = *structure_.nodes()[static_cast<std::size_t>(r_.inputs[i])];
+      params += (params.empty() ? "" : ", ") + std::string(d_.global) + " const " +
+                std::string(d_.type(n.dtype)) + "* in" + std::to_string(i);
+    }
+    std::string src(d_.preamble);
+    if (r_.uses_f64) src += d_.fp64_preamble;
+    src += helpers_for(body, d_, r_.uses_f64);
+    src += head + " " + r_.entry + "(" + params + ") {\n" + body + "}\n";
+    r_.source = std::move(src);
+  }
+
+  std::string output(DType t, int i) {
+    note_type(t);
+    return std::string(d_.global) + " " + std::string(d_.type(t)) + "* out" + std::to_string(i);
+  }
+
+  const GraphStructure& structure_;
+  const Dialect& d_;
+  RenderedKernel r_;
+  std::map<int, std::string> args_;
+};
+
+RenderedKernel elementwise(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
+                           const Dialect& d, const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  out.entry = "kiln_elementwise";
+  const std::int64_t n = k.root->numel();
+  std::vector<std::string> outputs{r.output(k.root->dtype, 0)};
+  for (std::size_t i = 0; i < k.stored.size(); ++i)
+    outputs.push_back(r.output(k.stored[i]->dtype, static_cast<int>(i) + 1));
+  out.outputs = static_cast<int>(outputs.size());
+  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
+                     number(n) + ") return;\n";
+  std::string value;
+  if (k.kind == Kernel::Kind::materialize) {
+    const KernelInput& in = k.inputs[0];
+    value = "x";
+    r.load(body, value, structure.slot(in.node), in.view, "i");
+  } else {
+    std::vector<std::string> stores(k.stored.size());
+    value = r.code(body, ir, "i", &stores);
+    for (std::size_t s = 0; s < stores.size(); ++s)
+      body += "  out" + std::to_string(s + 1) + "[i] = " + stores[s] + ";\n";
+  }
+  body += "  out0[i] = " + value + ";\n";
+  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
+  r.finish(std::string(d.kernel), outputs, body);
+  return std::move(out);
+}
+
+// One work-group per output: each work-item accumulates the reduced positions l, l + L, ... in
+// order, then the work-group merges the partial results in a fixed tree.
+RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
+                         const Dialect& d, const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  out.entry = "kiln_reduce";
+  const Node& root = *k.root;
+  const Node& input = *root.inputs[0];
+  std::int64_t outer = 0, reduced = 0, inner = 0;
+  as_block(root, input.shape, outer, reduced, inner);
+  const Op op = root.op;
+  const bool arg = op == Op::argmax || op == Op::argmin;
+  const bool extreme = arg || op == Op::min || op == Op::max;
+  const bool maximum = op == Op::max || op == Op::argmax;
+  const DType producer = k.body.empty() ? k.inputs[0].node->dtype : k.body.back()->dtype;
+  const DType value_type = arg ? producer : root.dtype;
+  // Float sums and products accumulate in double, as semantics/reduction.hpp does, where the
+  // device has double; integers wrap in their own type.
+  const DType acc_type = is_float(value_type) && !extreme
+                             ? (device.fp64 ? DType::f64 : value_type)
+                             : value_type;
+  r.note_type(acc_type);
+  const std::string T(d.type(value_type)), A(d.type(acc_type));
+  int group = 1;
+  while (group < 256 && group < reduced && static_cast<std::size_t>(group) * 2 <= device.max_group)
+    group *= 2;
+
+  std::vector<std::string> outputs{r.output(root.dtype, 0)};
+  out.outputs = 1;
+  std::string body;
+  body += "  long g = (long)" + std::string(d.group_id) + ";\n";
+  body += "  int l = (int)" + std::string(d.local_id) + ";\n";
+  body += "  long base = (g / " + number(inner) + ") * " + number(reduced * inner) + " + g % " +
+          number(inner) + ";\n";
+  if (extreme) {
+    body += "  " + T + " best = 0;\n  long at = -1;\n";
+  } else {
+    body += "  " + A + " acc = " + (op == Op::prod ? "1" : "0") + ";\n";
+  }
+  body += "  for (long j = l; j < " + number(reduced) + "; j += " + std::to_string(group) +
+          ") {\n";
+  body += "  long p = base + j * " + number(inner) + ";\n";
+  std::string value;
+  if (k.body.empty()) {
+    value = "x";
+    r.load(body, value, structure.slot(k.inputs[0].node), k.inputs[0].view, "p");
+  } else {
+    value = r.code(body, ir, "p", nullptr);
+  }
+  const std::string v = cast(value, producer, value_type, d);
+  if (extreme) {
+    body += "  " + T + " y = " + v + ";\n";
+    body += "  if (at < 0 || kiln_replaces(y, best, " + std::string(maximum ? "1" : "0") +
+            ")) { best = y; at = j; }\n";
+  } else {
+    const std::string y = cast(v, value_type, acc_type, d);
+    body += "  acc = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") + "(acc, " + y +
+            ");\n";
+  }
+  body += "  }\n";
+  const std::string local(d.local), barrier(d.barrier);
+  const std::string g = std::to_string(group);
+  if (extreme) {
+    body += "  " + local + " " + T + " bests[" + g + "];\n  " + local + " long ats[" + g +
+            "];\n  bests[l] = best;\n  ats[l] = at;\n";
+  } else {
+    body += "  " + local + " " + A + " accs[" + g + "];\n  accs[l] = acc;\n";
+  }
+  body += "  " + barrier + ";\n";
+  body += "  for (int s = " + std::to_string(group / 2) + "; s > 0; s >>= 1) {\n";
+  body += "    if (l < s) {\n";
+  if (extreme) {
+    // The later position wins only when it replaces the other by the rules, or ties with it
+    // (neither replaces the other) from an earlier position: the first extreme, the first NaN.
+    body += "      " + T + " b = bests[l + s];\n      long a = ats[l + s];\n";
+    body += "      " + T + " c = bests[l];\n      long e = ats[l];\n";
+    const std::string mx = maximum ? "1" : "0";
+    body += "      if (a >= 0 && (e < 0 || kiln_replaces(b, c, " + mx +
+            ") || (!kiln_replaces(c, b, " + mx + ") && a < e))) { bests[l] = b; ats[l] = a; }\n";
+  } else {
+    body += "      accs[l] = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") +
+            "(accs[l], accs[l + s]);\n";
+  }
+  body += "    }\n    " + barrier + ";\n  }\n";
+  body += "  if (l == 0) {\n";
+  std::string result;
+  if (arg) {
+    result = "ats[0]";
+    body += "    out0[g] = " + cast(result, DType::i64, root.dtype, d) + ";\n";
+  } else if (extreme) {
+    body += "    out0[g] = " + cast("bests[0]", value_type, root.dtype, d) + ";\n";
+  } else {
+    std::string total = "accs[0]";
+    if (op == Op::mean && is_float(acc_type))
+      total = "(accs[0] / (" + A + ")" + number(reduced) + ")";
+    body += "    out0[g] = " + cast(cast(total, acc_type, value_type, d), value_type, root.dtype, d) +
+            ";\n";
+  }
+  body += "  }\n";
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>(outer * inner) * out.local_size;
+  char head[160];
+  std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), group);
+  r.finish(std::string(head) + " " + std::string(d.kernel), outputs, body);
+  return std::move(out);
+}
+
+}  // namespace
+
+bool can_render(const Kernel& k) {
+  for (const Node* n : k.body)
+    if (n->info().kind == OpKind::custom) return false;
+  switch (k.kind) {
+    case Kernel::Kind::elementwise:
+    case Kernel::Kind::materialize: return true;
+    case Kernel::Kind::reduce: {
+      std::int64_t outer, reduced, inner;
+      return as_block(*k.root, k.root->inputs[0]->shape, outer, reduced, inner);
+    }
+    default: return false;
+  }
+}
+
+RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
+                             const Dialect& dialect, const DeviceTraits& device) {
+  if (k.kind == Kernel::Kind::reduce) return reduction(k, ir, structure, dialect, device);
+  return elementwise(k, ir, structure, dialect, device);
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,47 @@
+// The C-style renderer: a fused kernel of the runtime's schedule as the source of one device
+// kernel, in the dialect a backend names (dialect.hpp). Elementwise steps come from the
+// registry's C templates, loads through views become index arithmetic, reductions become one
+// work-group per output with a fixed tree, so the same input always gives the same bits.
+//
+// Shapes, strides and sizes are compiled into the source as constants rather than passed as
+// arguments: a prepared kernel belongs to one cached schedule, whose structural key already
+// includes every shape and view map, so constants cost no extra compilations, and they let the
+// device compiler turn the index divisions into multiplications and drop unit dimensions.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "exec/codegen/dialect.hpp"
+#include "exec/fusion.hpp"
+#include "exec/kernel_ir.hpp"
+
+namespace kiln::detail {
+
+class GraphStructure;
+
+// What the device offers that changes the source.
+struct DeviceTraits {
+  bool fp64 = false;  // double is available (sums of f32 values then accumulate in double)
+  std::size_t max_group = 256;  // the largest work-group
+};
+
+struct RenderedKernel {
+  std::string source;
+  std::string entry;             // the name of the entry point
+  int outputs = 0;               // the first arguments: root, then the stored nodes
+  std::vector<int> inputs;       // then one buffer per input: positions in the structure
+  std::size_t global_size = 0;   // work-items in all
+  std::size_t local_size = 0;    // per work-group (0: the device chooses)
+  bool uses_f64 = false;
+};
+
+// Kernels the renderer has a form for: elementwise (the body, its stored nodes), materialize,
+// and reductions over adjacent axes. `ir` is the lowered body (elementwise kernels and reductions
+// with a fused producer); unused otherwise.
+bool can_render(const Kernel& k);
+RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
+                             const Dialect& dialect, const DeviceTraits& device);
+
+}  // namespace kiln::detail

@@ -1,0 +1,142 @@
+// The OpenCL backend: each kernel of the runtime's schedule that the renderer has a form for
+// (elementwise chains through views, copies through views, producers fused into reductions)
+// runs as one generated OpenCL C kernel on the device; results stay in device memory until a
+// host reads them. Kernels it has no form for yet go to the runtime's host fallback, which
+// KILN_DEBUG names.
+#include <memory>
+#include <string>
+
+#include "exec/backend.hpp"
+#include "exec/codegen/render.hpp"
+#include "exec/kernel_ir.hpp"
+#include "exec/opencl/opencl_device.hpp"
+#include "exec/runtime.hpp"
+#include "graph/node.hpp"
+#include "kiln/error.hpp"
+#include "kiln/executor.hpp"
+
+namespace kiln {
+
+namespace detail::opencl {
+
+namespace {
+
+struct Prepared final : PreparedKernel {
+  RenderedKernel rendered;
+  cl_kernel kernel = nullptr;
+};
+
+class OpenClBackend final : public Backend {
+ public:
+  explicit OpenClBackend(std::shared_ptr<OpenClDevice> device) : device_(std::move(device)) {}
+
+  std::string_view name() const override { return "opencl"; }
+
+  FusionPolicy fusion() const override {
+    FusionPolicy p;
+    p.host_callables = false;  // a C++ callable cannot run on the device
+    // A chain of thousands of ops would be one kernel whose compilation takes longer than the
+    // memory traffic of cutting it saves.
+    p.max_ops = 256;
+    return p;
+  }
+
+  std::string setup() const override { return device_->name() + ", " + device_->driver(); }
+
+  KernelOutcome run(const KernelRun& r) override {
+    const Kernel& k = r.kernel;
+    if (!can_render(k)) return KernelOutcome::unsupported;
+    const Prepared& p = prepare(r);
+    const RenderedKernel& rk = p.rendered;
+    cl_uint arg = 0;
+    // Inputs first: an in-place output below reuses the device copy an input may only now get.
+    std::vector<std::shared_ptr<ClMemory>> inputs;
+    inputs.reserve(rk.inputs.size());
+    for (int slot : rk.inputs)
+      inputs.push_back(on_device(*r.structure.nodes()[static_cast<std::size_t>(slot)]->result));
+    std::vector<Node*> outputs{k.root};
+    outputs.insert(outputs.end(), k.stored.begin(), k.stored.end());
+    std::vector<std::shared_ptr<Buffer>> results(outputs.size());
+    std::vector<std::shared_ptr<ClMemory>> memories(outputs.size());
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const Node& n = *outputs[i];
+      const std::size_t bytes = device_->bytes_of(n.dtype, n.numel());
+      const std::shared_ptr<Buffer>& old = i < r.reuse.size() ? r.reuse[i] : nullptr;
+      if (old) {
+        auto copy = std::static_pointer_cast<ClMemory>(old->copy_on(*device_));
+        if (copy && copy->bytes() >= bytes) {
+          memories[i] = std::move(copy);
+          results[i] = old;
+          continue;
+        }
+      }
+      memories[i] = device_->allocate(bytes);
+    }
+    for (const auto& m : memories) set_buffer(p.kernel, arg++, *m);
+    for (const auto& m : inputs) set_buffer(p.kernel, arg++, *m);
+    device_->run(p.kernel, rk.global_size, rk.local_size);
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      Node& n = *outputs[i];
+      if (results[i]) {
+        results[i]->overwrite_on_device(memories[i]);
+        n.result = std::move(results[i]);
+      } else {
+        n.result = std::make_shared<Buffer>(n.dtype, n.numel(), std::move(memories[i]));
+      }
+    }
+    return KernelOutcome::ran;
+  }
+
+ private:
+  const Prepared& prepare(const KernelRun& r) {
+    if (r.plan.prepared) return static_cast<const Prepared&>(*r.plan.prepared);
+    const Kernel& k = r.kernel;
+    KernelIr ir;
+    if (!k.body.empty()) {
+      const DescribeLoad describe = [](const Node&, const Node*) { return LoadFacts{}; };
+      lower_kernel(k.body, k.kind == Kernel::Kind::elementwise ? k.stored : std::vector<Node*>{},
+                   r.structure, describe, ir);
+    }
+    auto p = std::make_shared<Prepared>();
+    p->rendered = render_kernel(k, ir, r.structure, kOpenClC, device_->traits());
+    if (p->rendered.uses_f64 && !device_->traits().fp64)
+      throw Error(ErrorCode::wrong_type,
+                  std::string(k.root->info().name) + " " + shape_to_string(k.root->shape) +
+                      ": f64 values need an OpenCL device with cl_khr_fp64, which " +
+                      device_->name() + " does not have");
+    p->kernel = device_->kernel(p->rendered.source, p->rendered.entry);
+    r.plan.prepared = p;
+    return *p;
+  }
+
+  // The buffer's copy on this device, uploaded now if it has none. A borrowed buffer (from_blob
+  // memory the user may change) is uploaded every time rather than kept.
+  std::shared_ptr<ClMemory> on_device(const Buffer& b) {
+    if (auto copy = b.copy_on(*device_)) return std::static_pointer_cast<ClMemory>(copy);
+    auto m = device_->allocate(device_->bytes_of(b.dtype(), b.numel()));
+    device_->upload(*m, b.data(), b.bytes());
+    if (!b.borrowed()) b.add_device_copy(m);
+    return m;
+  }
+
+  static void set_buffer(cl_kernel kernel, cl_uint index, const ClMemory& m) {
+    cl_mem handle = m.handle();
+    check(clSetKernelArg(kernel, index, sizeof handle, &handle), "clSetKernelArg");
+  }
+
+  std::shared_ptr<OpenClDevice> device_;
+};
+
+}  // namespace
+
+}  // namespace detail::opencl
+
+std::shared_ptr<Executor> opencl_executor() {
+  static const std::shared_ptr<Executor> instance = [] {
+    return detail::make_runtime(std::make_unique<detail::opencl::OpenClBackend>(
+        detail::opencl::OpenClDevice::open()));
+  }();
+  return instance;
+}
+
+}  // namespace kiln

@@ -1,0 +1,267 @@
+#include "exec/opencl/opencl_device.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "kiln/error.hpp"
+
+namespace kiln::detail::opencl {
+
+namespace {
+
+// Freed buffers the pool keeps for reuse, at most; beyond it they go back to the driver.
+constexpr std::size_t kMostPooledBytes = std::size_t{1} << 30;
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  std::size_t size = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
+  std::string s(size, '\0');
+  clGetDeviceInfo(d, what, size, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+struct Candidate {
+  cl_device_id device;
+  std::size_t platform, index;
+  bool gpu;
+  std::string name;
+};
+
+std::vector<Candidate> all_devices() {
+  std::vector<Candidate> out;
+  cl_uint platforms = 0;
+  if (clGetPlatformIDs(0, nullptr, &platforms) != CL_SUCCESS || platforms == 0) return out;
+  std::vector<cl_platform_id> ids(platforms);
+  clGetPlatformIDs(platforms, ids.data(), nullptr);
+  for (std::size_t p = 0; p < ids.size(); ++p) {
+    cl_uint count = 0;
+    if (clGetDeviceIDs(ids[p], CL_DEVICE_TYPE_ALL, 0, nullptr, &count) != CL_SUCCESS) continue;
+    std::vector<cl_device_id> devices(count);
+    clGetDeviceIDs(ids[p], CL_DEVICE_TYPE_ALL, count, devices.data(), nullptr);
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      cl_device_type type = 0;
+      clGetDeviceInfo(devices[i], CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+      out.push_back({devices[i], p, i, (type & CL_DEVICE_TYPE_GPU) != 0,
+                     device_string(devices[i], CL_DEVICE_NAME)});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* status_name(cl_int status) {
+  switch (status) {
+    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
+    case CL_DEVICE_NOT_AVAILABLE: return "CL_DEVICE_NOT_AVAILABLE";
+    case CL_COMPILER_NOT_AVAILABLE: return "CL_COMPILER_NOT_AVAILABLE";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
+    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
+    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
+    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_WORK_ITEM_SIZE: return "CL_INVALID_WORK_ITEM_SIZE";
+    case CL_INVALID_GLOBAL_WORK_SIZE: return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case CL_INVALID_KERNEL_NAME: return "CL_INVALID_KERNEL_NAME";
+    case CL_INVALID_PROGRAM_EXECUTABLE: return "CL_INVALID_PROGRAM_EXECUTABLE";
+    default: return "an OpenCL error";
+  }
+}
+
+void check(cl_int status, const char* call) {
+  if (status == CL_SUCCESS) return;
+  const std::string what = std::string(call) + " failed: " + status_name(status) + " (" +
+                           std::to_string(status) + ")";
+  if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES ||
+      status == CL_OUT_OF_HOST_MEMORY || status == CL_INVALID_BUFFER_SIZE)
+    throw Error(ErrorCode::out_of_memory, "OpenCL: " + what);
+  throw Error(ErrorCode::ocl_error, "OpenCL: " + what);
+}
+
+ClMemory::~ClMemory() { device_->give_back(mem_, bytes_); }
+const Device& ClMemory::device() const { return *device_; }
+void ClMemory::download(void* to, std::size_t bytes) const { device_->download(*this, to, bytes); }
+
+std::shared_ptr<OpenClDevice> OpenClDevice::open() {
+  const std::vector<Candidate> devices = all_devices();
+  if (devices.empty())
+    throw Error(ErrorCode::ocl_error,
+                "OpenCL: no platform with a device (is an ICD such as pocl-opencl-icd installed?)");
+  const Candidate* chosen = nullptr;
+  if (const char* want = std::getenv("KILN_OPENCL_DEVICE"); want != nullptr && *want != '\0') {
+    const std::string w(want);
+    for (const Candidate& c : devices)
+      if (c.name.find(w) != std::string::npos ||
+          w == std::to_string(c.platform) + ":" + std::to_string(c.index)) {
+        chosen = &c;
+        break;
+      }
+    if (chosen == nullptr)
+      throw Error(ErrorCode::ocl_error, "OpenCL: no device matches KILN_OPENCL_DEVICE=" + w);
+  } else {
+    for (const Candidate& c : devices)
+      if (c.gpu) {
+        chosen = &c;
+        break;
+      }
+    if (chosen == nullptr) chosen = &devices.front();
+  }
+  std::shared_ptr<OpenClDevice> d(new OpenClDevice());
+  d->device_ = chosen->device;
+  d->name_ = chosen->name;
+  d->driver_ = device_string(d->device_, CL_DRIVER_VERSION);
+  cl_int status = CL_SUCCESS;
+  d->context_ = clCreateContext(nullptr, 1, &d->device_, nullptr, nullptr, &status);
+  check(status, "clCreateContext");
+  d->queue_ = clCreateCommandQueue(d->context_, d->device_, 0, &status);
+  check(status, "clCreateCommandQueue");
+  const std::string extensions = device_string(d->device_, CL_DEVICE_EXTENSIONS);
+  d->traits_.fp64 = extensions.find("cl_khr_fp64") != std::string::npos;
+  clGetDeviceInfo(d->device_, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_group_, &d->max_group_,
+                  nullptr);
+  d->traits_.max_group = d->max_group_;
+  clGetDeviceInfo(d->device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc_, &d->max_alloc_,
+                  nullptr);
+  // Division and square root of f32 correctly rounded where the device can (OpenCL allows
+  // 2.5 ulp otherwise); no -cl-fast-relaxed-math, no -cl-mad-enable: every kernel rounds as the
+  // reference does.
+  cl_device_fp_config single = 0;
+  clGetDeviceInfo(d->device_, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, nullptr);
+  const char* debug = std::getenv("KILN_DEBUG");
+  d->debug_ = debug != nullptr && debug[0] != '\0' && debug[0] != '0';
+  d->options_ = "-cl-std=CL1.2";
+  if ((single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0)
+    d->options_ += " -cl-fp32-correctly-rounded-divide-sqrt";
+  return d;
+}
+
+OpenClDevice::~OpenClDevice() {
+  for (auto& [source, p] : programs_) {
+    for (auto& [entry, k] : p.kernels) clReleaseKernel(k);
+    clReleaseProgram(p.program);
+  }
+  release_pool();
+  if (queue_ != nullptr) clReleaseCommandQueue(queue_);
+  if (context_ != nullptr) clReleaseContext(context_);
+}
+
+std::size_t OpenClDevice::bytes_of(DType dtype, std::int64_t numel) const {
+  const std::uint64_t most = max_alloc_ / size_of(dtype);
+  if (numel < 0 || static_cast<std::uint64_t>(numel) > most)
+    throw Error(ErrorCode::out_of_memory,
+                "OpenCL: " + std::to_string(numel) + " " + dtype_name(dtype) +
+                    " values exceed the largest buffer " + name_ + " allocates (" +
+                    std::to_string(max_alloc_) + " bytes)");
+  return static_cast<std::size_t>(numel) * size_of(dtype);
+}
+
+std::shared_ptr<ClMemory> OpenClDevice::allocate(std::size_t bytes) {
+  // Sizes round up to 256 bytes, so that buffers of nearby sizes share the pool.
+  const std::size_t size = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
+  {
+    std::lock_guard lock(pool_mutex_);
+    auto it = pool_.find(size);
+    if (it != pool_.end()) {
+      cl_mem mem = it->second;
+      pool_.erase(it);
+      pooled_bytes_ -= size;
+      return std::make_shared<ClMemory>(shared_from_this(), mem, size);
+    }
+  }
+  for (int attempt = 0;; ++attempt) {
+    cl_int status = CL_SUCCESS;
+    cl_mem mem = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &status);
+    if (status == CL_SUCCESS) return std::make_shared<ClMemory>(shared_from_this(), mem, size);
+    if (attempt == 0 && (status == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+                         status == CL_OUT_OF_RESOURCES || status == CL_OUT_OF_HOST_MEMORY)) {
+      release_pool();  // what the pool keeps may be what is missing
+      continue;
+    }
+    check(status, ("clCreateBuffer of " + std::to_string(size) + " bytes on " + name_).c_str());
+  }
+}
+
+void OpenClDevice::give_back(cl_mem mem, std::size_t bytes) {
+  {
+    std::lock_guard lock(pool_mutex_);
+    if (pooled_bytes_ + bytes <= kMostPooledBytes) {
+      pool_.emplace(bytes, mem);
+      pooled_bytes_ += bytes;
+      return;
+    }
+  }
+  clReleaseMemObject(mem);
+}
+
+void OpenClDevice::release_pool() {
+  std::lock_guard lock(pool_mutex_);
+  for (auto& [size, mem] : pool_) clReleaseMemObject(mem);
+  pool_.clear();
+  pooled_bytes_ = 0;
+}
+
+void OpenClDevice::upload(const ClMemory& to, const void* from, std::size_t bytes) {
+  if (bytes == 0) return;
+  check(clEnqueueWriteBuffer(queue_, to.handle(), CL_TRUE, 0, bytes, from, 0, nullptr, nullptr),
+        "clEnqueueWriteBuffer");
+}
+
+void OpenClDevice::download(const ClMemory& from, void* to, std::size_t bytes) {
+  if (bytes == 0) return;
+  check(clEnqueueReadBuffer(queue_, from.handle(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
+        "clEnqueueReadBuffer");
+}
+
+void OpenClDevice::finish() { check(clFinish(queue_), "clFinish"); }
+
+cl_kernel OpenClDevice::kernel(const std::string& source, const std::string& entry) {
+  std::lock_guard lock(programs_mutex_);
+  auto found = programs_.find(source);
+  if (found == programs_.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    const char* text = source.c_str();
+    const std::size_t length = source.size();
+    cl_int status = CL_SUCCESS;
+    cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &status);
+    check(status, "clCreateProgramWithSource");
+    status = clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr);
+    if (status != CL_SUCCESS) {
+      std::size_t size = 0;
+      clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+      std::string log(size, '\0');
+      clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+      clReleaseProgram(program);
+      throw Error(ErrorCode::internal_error, "OpenCL: kiln's kernel did not build on " + name_ +
+                                                 ": " + log + "\n--- source ---\n" + source);
+    }
+    ++builds_;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    build_seconds_ += seconds;
+    if (debug_) std::cerr << "[kiln] opencl: built " << entry << " in " << seconds * 1e3 << " ms\n";
+    found = programs_.emplace(source, Program{program, {}}).first;
+  }
+  Program& p = found->second;
+  auto k = p.kernels.find(entry);
+  if (k != p.kernels.end()) return k->second;
+  cl_int status = CL_SUCCESS;
+  cl_kernel made = clCreateKernel(p.program, entry.c_str(), &status);
+  check(status, "clCreateKernel");
+  p.kernels.emplace(entry, made);
+  return made;
+}
+
+void OpenClDevice::run(cl_kernel kernel, std::size_t global, std::size_t local) {
+  check(clEnqueueNDRangeKernel(queue_, kernel, 1, nullptr, &global, local ? &local : nullptr, 0,
+                               nullptr, nullptr),
+        "clEnqueueNDRangeKernel");
+}
+
+}  // namespace kiln::detail::opencl

@@ -1,0 +1,106 @@
+// One OpenCL device as kiln uses it: context, in-order queue, the device's traits, a caching
+// allocator of device buffers, uploads and downloads, and programs built from source (kept in
+// memory by source). Only the OpenCL backend's files include this header: nothing outside them
+// sees an OpenCL type.
+#pragma once
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/codegen/render.hpp"
+#include "graph/device_memory.hpp"
+
+namespace kiln::detail::opencl {
+
+// Throws kiln::Error for an OpenCL failure: out_of_memory for the allocation failures,
+// ocl_error otherwise, naming the call.
+void check(cl_int status, const char* call);
+const char* status_name(cl_int status);
+
+class OpenClDevice;
+
+// A device buffer from the device's pool; back to the pool when the last holder lets go.
+class ClMemory final : public DeviceMemory {
+ public:
+  ClMemory(std::shared_ptr<OpenClDevice> device, cl_mem mem, std::size_t bytes)
+      : device_(std::move(device)), mem_(mem), bytes_(bytes) {}
+  ~ClMemory() override;
+  const Device& device() const override;
+  void download(void* to, std::size_t bytes) const override;
+  cl_mem handle() const { return mem_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::shared_ptr<OpenClDevice> device_;
+  cl_mem mem_;
+  std::size_t bytes_;
+};
+
+class OpenClDevice final : public Device, public std::enable_shared_from_this<OpenClDevice> {
+ public:
+  // The device KILN_OPENCL_DEVICE names (a part of its name, or "platform:device" indices), or
+  // else the first GPU, or else the first device of any kind. Throws ocl_error when there is none.
+  static std::shared_ptr<OpenClDevice> open();
+  ~OpenClDevice() override;
+
+  const std::string& name() const { return name_; }
+  const std::string& driver() const { return driver_; }
+  const DeviceTraits& traits() const { return traits_; }
+  std::size_t max_group() const { return max_group_; }
+
+  // The bytes of `numel` values; out_of_memory when they exceed the device's largest buffer.
+  std::size_t bytes_of(DType dtype, std::int64_t numel) const;
+  // A buffer of at least `bytes` bytes (contents undefined). Throws out_of_memory when the
+  // device has no room even after the pool gave back what it keeps.
+  std::shared_ptr<ClMemory> allocate(std::size_t bytes);
+  void upload(const ClMemory& to, const void* from, std::size_t bytes);
+  void download(const ClMemory& from, void* to, std::size_t bytes);
+  // Waits for everything queued.
+  void finish();
+
+  // The kernel `entry` of `source`, built once per source (the program cache).
+  cl_kernel kernel(const std::string& source, const std::string& entry);
+  void run(cl_kernel kernel, std::size_t global, std::size_t local);
+  // Compilations so far, and the seconds they took (for KILN_DEBUG and tests).
+  std::uint64_t builds() const { return builds_; }
+  double build_seconds() const { return build_seconds_; }
+
+ private:
+  friend class ClMemory;
+  OpenClDevice() = default;
+  void give_back(cl_mem mem, std::size_t bytes);
+  void release_pool();
+
+  cl_device_id device_ = nullptr;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  std::string name_, driver_, options_;
+  DeviceTraits traits_;
+  std::size_t max_group_ = 1;
+  std::uint64_t max_alloc_ = 0;
+  bool debug_ = false;  // KILN_DEBUG: say what each build took
+
+  std::mutex pool_mutex_;
+  std::multimap<std::size_t, cl_mem> pool_;  // free buffers by size
+  std::size_t pooled_bytes_ = 0;
+
+  struct Program {
+    cl_program program = nullptr;
+    std::unordered_map<std::string, cl_kernel> kernels;
+  };
+  std::mutex programs_mutex_;
+  std::unordered_map<std::string, Program> programs_;
+  std::uint64_t builds_ = 0;
+  double build_seconds_ = 0;
+};
+
+}  // namespace kiln::detail::opencl
