@@ -67,6 +67,11 @@ void Buffer::drop_device_copies() {
   has_device_copies_.store(false, std::memory_order_relaxed);
 }
 
+std::size_t Buffer::device_copies() const {
+  std::lock_guard lock(copies_mutex_);
+  return device_copies_.size();
+}
+
 std::shared_ptr<DeviceMemory> Buffer::copy_on(const Device& device) const {
   if (!has_device_copies_.load(std::memory_order_relaxed)) return nullptr;
   std::lock_guard lock(copies_mutex_);

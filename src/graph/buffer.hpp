@@ -50,6 +50,8 @@ class Buffer {
   }
   // Whether the host copy is current (reading data() then copies nothing).
   bool on_host() const { return host_valid_.load(std::memory_order_acquire); }
+  // How many devices hold a copy.
+  std::size_t device_copies() const;
   // The copy on `device`, or null.
   std::shared_ptr<DeviceMemory> copy_on(const Device& device) const;
   // Keeps a copy of the same values that a backend placed on its device.

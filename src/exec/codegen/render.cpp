@@ -286,6 +286,7 @@ class Renderer {
       params += (params.empty() ? "" : ", ") + std::string(d_.global) + " const " +
                 std::string(d_.type(n.dtype)) + "* in" + std::to_string(i);
     }
+    if (r_.seed_of >= 0) params += ", " + std::string(d_.u64) + " seed";
     std::string src(d_.preamble);
     if (r_.uses_f64) src += d_.fp64_preamble;
     src += helpers_for(body, d_, r_.uses_f64);
@@ -443,6 +444,86 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   return std::move(out);
 }
 
+// One work-item per output element, summing over k in order with the reference's accumulator
+// (double for floats where the device has it, wrapping integers), so the values are the
+// reference's.
+RenderedKernel matrix_product(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                              const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  out.entry = "kiln_matmul";
+  const Node& root = *k.root;
+  const std::size_t rank = root.shape.size();
+  const std::int64_t m = root.shape[rank - 2], p = root.shape[rank - 1];
+  const std::int64_t inner = root.inputs[0]->shape[rank - 1];
+  const std::int64_t n = root.numel();
+  const DType t = root.dtype;
+  const DType acc = is_float(t) && device.fp64 ? DType::f64 : t;
+  r.note_type(acc);
+  const std::string A(d.type(acc));
+  std::vector<std::string> outputs{r.output(t, 0)};
+  out.outputs = 1;
+  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
+                     number(n) + ") return;\n";
+  body += "  long j = i % " + number(p) + ";\n  long row = (i / " + number(p) + ") % " +
+          number(m) + ";\n  long batch = i / " + number(m * p) + ";\n";
+  body += "  " + A + " acc = 0;\n";
+  body += "  for (long l = 0; l < " + number(inner) + "; ++l) {\n";
+  const KernelInput& a = k.inputs[0];
+  const KernelInput& b = k.inputs[1];
+  r.load(body, "x", structure.slot(a.node), a.view,
+         "(batch * " + number(m) + " + row) * " + number(inner) + " + l");
+  r.load(body, "y", structure.slot(b.node), b.view,
+         "(batch * " + number(inner) + " + l) * " + number(p) + " + j");
+  const std::string x = cast("x", a.node->dtype, acc, d), y = cast("y", b.node->dtype, acc, d);
+  if (is_float(acc))
+    body += "  acc = acc + " + x + " * " + y + ";\n";
+  else
+    body += "  acc = kiln_add(acc, kiln_mul(" + x + ", " + y + "));\n";
+  body += "  }\n  out0[i] = " + cast("acc", acc, t, d) + ";\n";
+  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
+  r.finish(std::string(d.kernel), outputs, body);
+  return std::move(out);
+}
+
+// random_uniform: the reference's counter-based generator (splitmix64's finaliser of the seed
+// and the position), so that the device draws the CPU's values for the same seed. The seed is an
+// argument: it is a value, not part of the structure a prepared kernel is cached by.
+RenderedKernel uniform(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                       const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  out.entry = "kiln_uniform";
+  const Node& root = *k.root;
+  const std::int64_t n = root.numel();
+  out.seed_of = structure.slot(&root);
+  std::vector<std::string> outputs{r.output(root.dtype, 0)};
+  out.outputs = 1;
+  const std::string u64(d.u64);
+  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
+                     number(n) + ") return;\n";
+  const auto mix = [&](const std::string& z) {
+    return "kiln_mix64(" + z + ")";
+  };
+  body += "  " + u64 + " bits = " + mix(mix("seed + 0x9e3779b97f4a7c15UL") + " ^ (" + u64 + ")i") +
+          ";\n";
+  if (root.dtype == DType::f32)
+    body += "  out0[i] = (float)(bits >> 40) * 0x1.0p-24f;\n";
+  else
+    body += "  out0[i] = (double)(bits >> 11) * 0x1.0p-53;\n";
+  const std::string helper = std::string(d.function) + " " + u64 + " kiln_mix64(" + u64 +
+                             " z) {\n  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9UL;\n"
+                             "  z = (z ^ (z >> 27)) * 0x94d049bb133111ebUL;\n"
+                             "  return z ^ (z >> 31);\n}\n";
+  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
+  r.finish(helper + std::string(d.kernel), outputs, body);
+  return std::move(out);
+}
+
 }  // namespace
 
 bool can_render(const Kernel& k) {
@@ -450,7 +531,10 @@ bool can_render(const Kernel& k) {
     if (n->info().kind == OpKind::custom) return false;
   switch (k.kind) {
     case Kernel::Kind::elementwise:
-    case Kernel::Kind::materialize: return true;
+    case Kernel::Kind::materialize:
+    case Kernel::Kind::matmul: return true;
+    case Kernel::Kind::single:
+      return k.root->op == Op::random_uniform && is_float(k.root->dtype);
     case Kernel::Kind::reduce: {
       std::int64_t outer, reduced, inner;
       return as_block(*k.root, k.root->inputs[0]->shape, outer, reduced, inner);
@@ -462,6 +546,8 @@ bool can_render(const Kernel& k) {
 RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
                              const Dialect& dialect, const DeviceTraits& device) {
   if (k.kind == Kernel::Kind::reduce) return reduction(k, ir, structure, dialect, device);
+  if (k.kind == Kernel::Kind::matmul) return matrix_product(k, structure, dialect, device);
+  if (k.kind == Kernel::Kind::single) return uniform(k, structure, dialect, device);
   return elementwise(k, ir, structure, dialect, device);
 }
 

@@ -32,13 +32,14 @@ struct RenderedKernel {
   std::string entry;             // the name of the entry point
   int outputs = 0;               // the first arguments: root, then the stored nodes
   std::vector<int> inputs;       // then one buffer per input: positions in the structure
+  int seed_of = -1;              // then, where not -1, the seed (u64) of the node at this position
   std::size_t global_size = 0;   // work-items in all
   std::size_t local_size = 0;    // per work-group (0: the device chooses)
   bool uses_f64 = false;
 };
 
 // Kernels the renderer has a form for: elementwise (the body, its stored nodes), materialize,
-// and reductions over adjacent axes. `ir` is the lowered body (elementwise kernels and reductions
+// reductions over adjacent axes, matmul, and random_uniform. `ir` is the lowered body (elementwise kernels and reductions
 // with a fused producer); unused otherwise.
 bool can_render(const Kernel& k);
 RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,

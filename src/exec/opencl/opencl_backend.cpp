@@ -74,6 +74,10 @@ class OpenClBackend final : public Backend {
     }
     for (const auto& m : memories) set_buffer(p.kernel, arg++, *m);
     for (const auto& m : inputs) set_buffer(p.kernel, arg++, *m);
+    if (rk.seed_of >= 0) {
+      const cl_ulong seed = r.structure.nodes()[static_cast<std::size_t>(rk.seed_of)]->attrs.seed;
+      check(clSetKernelArg(p.kernel, arg++, sizeof seed, &seed), "clSetKernelArg");
+    }
     device_->run(p.kernel, rk.global_size, rk.local_size);
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       Node& n = *outputs[i];

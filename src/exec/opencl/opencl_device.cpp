@@ -8,6 +8,10 @@
 
 #include "kiln/error.hpp"
 
+#ifndef KILN_VERSION_STRING
+#define KILN_VERSION_STRING "unknown"
+#endif
+
 namespace kiln::detail::opencl {
 
 namespace {
@@ -117,6 +121,7 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
   d->device_ = chosen->device;
   d->name_ = chosen->name;
   d->driver_ = device_string(d->device_, CL_DRIVER_VERSION);
+  d->platform_ = device_string(d->device_, CL_DEVICE_VERSION);
   cl_int status = CL_SUCCESS;
   d->context_ = clCreateContext(nullptr, 1, &d->device_, nullptr, nullptr, &status);
   check(status, "clCreateContext");
@@ -221,32 +226,63 @@ void OpenClDevice::download(const ClMemory& from, void* to, std::size_t bytes) {
 
 void OpenClDevice::finish() { check(clFinish(queue_), "clFinish"); }
 
+cl_program OpenClDevice::build(const std::string& source, const std::string& key) {
+  // A binary from the disk cache still goes through clBuildProgram (OpenCL's rule); one the
+  // driver refuses is rebuilt from source and replaced.
+  if (auto binary = cache_.load(key)) {
+    const unsigned char* bytes = binary->data();
+    const std::size_t size = binary->size();
+    cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
+    cl_program program = clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes,
+                                                   &binary_status, &status);
+    if (status == CL_SUCCESS && binary_status == CL_SUCCESS &&
+        clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr) == CL_SUCCESS) {
+      ++cache_loads_;
+      return program;
+    }
+    if (program != nullptr) clReleaseProgram(program);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const char* text = source.c_str();
+  const std::size_t length = source.size();
+  cl_int status = CL_SUCCESS;
+  cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &status);
+  check(status, "clCreateProgramWithSource");
+  status = clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr);
+  if (status != CL_SUCCESS) {
+    std::size_t size = 0;
+    clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+    std::string log(size, '\0');
+    clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+    clReleaseProgram(program);
+    throw Error(ErrorCode::internal_error, "OpenCL: kiln's kernel did not build on " + name_ +
+                                               ": " + log + "\n--- source ---\n" + source);
+  }
+  ++builds_;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  build_seconds_ += seconds;
+  if (debug_) std::cerr << "[kiln] opencl: built a kernel in " << seconds * 1e3 << " ms\n";
+  std::size_t size = 0;
+  if (cache_.enabled() &&
+      clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) ==
+          CL_SUCCESS &&
+      size > 0) {
+    std::vector<unsigned char> binary(size);
+    unsigned char* at = binary.data();
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr) == CL_SUCCESS)
+      cache_.store(key, binary);
+  }
+  return program;
+}
+
 cl_kernel OpenClDevice::kernel(const std::string& source, const std::string& entry) {
   std::lock_guard lock(programs_mutex_);
   auto found = programs_.find(source);
   if (found == programs_.end()) {
-    const auto start = std::chrono::steady_clock::now();
-    const char* text = source.c_str();
-    const std::size_t length = source.size();
-    cl_int status = CL_SUCCESS;
-    cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &status);
-    check(status, "clCreateProgramWithSource");
-    status = clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr);
-    if (status != CL_SUCCESS) {
-      std::size_t size = 0;
-      clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
-      std::string log(size, '\0');
-      clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
-      clReleaseProgram(program);
-      throw Error(ErrorCode::internal_error, "OpenCL: kiln's kernel did not build on " + name_ +
-                                                 ": " + log + "\n--- source ---\n" + source);
-    }
-    ++builds_;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    build_seconds_ += seconds;
-    if (debug_) std::cerr << "[kiln] opencl: built " << entry << " in " << seconds * 1e3 << " ms\n";
-    found = programs_.emplace(source, Program{program, {}}).first;
+    const std::string key =
+        KernelCache::key({source, options_, name_, driver_, platform_, KILN_VERSION_STRING});
+    found = programs_.emplace(source, Program{build(source, key), {}}).first;
   }
   Program& p = found->second;
   auto k = p.kernels.find(entry);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "exec/codegen/render.hpp"
+#include "exec/opencl/kernel_cache.hpp"
 #include "graph/device_memory.hpp"
 
 namespace kiln::detail::opencl {
@@ -70,20 +71,24 @@ class OpenClDevice final : public Device, public std::enable_shared_from_this<Op
   // The kernel `entry` of `source`, built once per source (the program cache).
   cl_kernel kernel(const std::string& source, const std::string& entry);
   void run(cl_kernel kernel, std::size_t global, std::size_t local);
-  // Compilations so far, and the seconds they took (for KILN_DEBUG and tests).
+  // Compilations from source so far and the seconds they took, and programs loaded from the
+  // disk cache instead (for KILN_DEBUG, benchmarks and tests).
   std::uint64_t builds() const { return builds_; }
   double build_seconds() const { return build_seconds_; }
+  std::uint64_t cache_loads() const { return cache_loads_; }
+  const KernelCache& disk_cache() const { return cache_; }
 
  private:
   friend class ClMemory;
   OpenClDevice() = default;
   void give_back(cl_mem mem, std::size_t bytes);
+  cl_program build(const std::string& source, const std::string& key);
   void release_pool();
 
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
-  std::string name_, driver_, options_;
+  std::string name_, driver_, platform_, options_;
   DeviceTraits traits_;
   std::size_t max_group_ = 1;
   std::uint64_t max_alloc_ = 0;
@@ -99,7 +104,9 @@ class OpenClDevice final : public Device, public std::enable_shared_from_this<Op
   };
   std::mutex programs_mutex_;
   std::unordered_map<std::string, Program> programs_;
+  KernelCache cache_;
   std::uint64_t builds_ = 0;
+  std::uint64_t cache_loads_ = 0;
   double build_seconds_ = 0;
 };
 

@@ -1,0 +1,184 @@
+// The OpenCL backend beyond what the whole suite checks when it runs on it: values stay on the
+// device until a host reads them, host data is uploaded once, reductions give the same bits on
+// every run, random values equal the CPU's, device memory errors leave tensors intact, and the
+// on-disk kernel cache survives damage. Every test needs an OpenCL device and says so when there
+// is none (it is then reported as skipped).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "exec/opencl/kernel_cache.hpp"
+#include "graph/node.hpp"
+#include "kiln/executor.hpp"
+#include "kiln/kiln.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using kiln::DType;
+using kiln::Tensor;
+
+std::shared_ptr<kiln::Executor> device_or_skip() {
+  try {
+    return kiln::opencl_executor();
+  } catch (const kiln::Error& e) {
+    return nullptr;
+  }
+}
+
+#define REQUIRE_OPENCL(executor)                                              \
+  const std::shared_ptr<kiln::Executor> executor = device_or_skip();          \
+  if (!executor) GTEST_SKIP() << "no OpenCL device here (" #executor " test)"
+
+const kiln::detail::Buffer& buffer_of(const Tensor& t) { return *t.node()->result; }
+
+TEST(OpenCl, ResultsStayOnTheDeviceUntilTheHostReadsThem) {
+  REQUIRE_OPENCL(gpu);
+  const Tensor x = kiln::linspace(0, 1, 1000);
+  const Tensor y = kiln::exp(x) * 2.f + 1.f;
+  y.eval(*gpu);
+  EXPECT_FALSE(buffer_of(y).on_host()) << "computed on the device, read by nobody yet";
+  EXPECT_EQ(buffer_of(y).device_copies(), 1u);
+  // The input was uploaded once and keeps its device copy for the next kernel that reads it.
+  const Tensor z = x * 3.f;
+  z.eval(*gpu);
+  const std::vector<float> v = y.to_vector<float>();
+  EXPECT_TRUE(buffer_of(y).on_host());
+  const std::vector<float> cpu = (kiln::exp(kiln::linspace(0, 1, 1000)) * 2.f + 1.f)
+                                     .eval(*kiln::reference_executor())
+                                     .to_vector<float>();
+  ASSERT_EQ(v.size(), cpu.size());
+  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(v[i], cpu[i], 4e-7f * cpu[i]) << i;
+}
+
+TEST(OpenCl, HostValuesAreUploadedOnceAndKeptBeside) {
+  REQUIRE_OPENCL(gpu);
+  const Tensor w = kiln::ones({256}) * 0.5f;
+  w.eval(*kiln::cpu_executor());
+  ASSERT_TRUE(buffer_of(w).on_host());
+  EXPECT_EQ(buffer_of(w).device_copies(), 0u);
+  const Tensor a = w + 1.f;
+  a.eval(*gpu);
+  EXPECT_TRUE(buffer_of(w).on_host()) << "uploading keeps the host copy";
+  EXPECT_EQ(buffer_of(w).device_copies(), 1u);
+  const Tensor b = w * 4.f;
+  b.eval(*gpu);
+  EXPECT_EQ(buffer_of(w).device_copies(), 1u) << "the second kernel reads the same copy";
+  EXPECT_EQ(a.to_vector<float>(), std::vector<float>(256, 1.5f));
+  EXPECT_EQ(b.to_vector<float>(), std::vector<float>(256, 2.f));
+  // Values computed on the device feed the CPU executor through the host copy.
+  const Tensor c = (a * b).eval(*kiln::cpu_executor());
+  EXPECT_EQ(c.to_vector<float>(), std::vector<float>(256, 3.f));
+}
+
+TEST(OpenCl, ReductionsGiveTheSameBitsOnEveryRun) {
+  REQUIRE_OPENCL(gpu);
+  const Tensor x = kiln::uniform({3, 100003}, 7) - 0.5f;
+  x.eval();
+  std::vector<float> first;
+  for (int run = 0; run < 3; ++run) {
+    const Tensor s = kiln::sum(x * x, {1});
+    const std::vector<float> v = s.eval(*gpu).to_vector<float>();
+    if (run == 0) first = v;
+    else EXPECT_EQ(v, first) << "run " << run;
+  }
+  const std::vector<double> want =
+      kiln::sum(x.to(DType::f64) * x.to(DType::f64), {1}).to_vector<double>();
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(first[i], want[i], 1e-5 * want[i]);
+}
+
+TEST(OpenCl, RandomValuesAreTheCpusForTheSameSeed) {
+  REQUIRE_OPENCL(gpu);
+  for (DType t : {DType::f32, DType::f64}) {
+    const Tensor a = kiln::uniform({1000}, 1234, t);
+    const Tensor b = kiln::uniform({1000}, 1234, t);
+    a.eval(*gpu);
+    b.eval(*kiln::cpu_executor());
+    if (t == DType::f32) EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+    else EXPECT_EQ(a.to_vector<double>(), b.to_vector<double>());
+  }
+}
+
+TEST(OpenCl, MatmulIsTheReferencesValues) {
+  REQUIRE_OPENCL(gpu);
+  const Tensor a = kiln::uniform({3, 17, 33}, 1) - 0.5f;
+  const Tensor b = kiln::transpose(kiln::uniform({3, 29, 33}, 2), 1, 2);
+  const Tensor on_device = kiln::matmul(a, b).eval(*gpu);
+  const Tensor reference = kiln::matmul(a, b).eval(*kiln::reference_executor());
+  // Both sum in double in the same order: the same bits.
+  EXPECT_EQ(on_device.to_vector<float>(), reference.to_vector<float>());
+}
+
+TEST(OpenCl, DeviceOutOfMemoryLeavesTensorsIntact) {
+  REQUIRE_OPENCL(gpu);
+  const Tensor kept = (kiln::linspace(0, 1, 16) * 2.f).eval(*gpu);
+  const std::int64_t huge = std::int64_t{1} << 40;
+  const Tensor big = kiln::full({huge}, 1.f) + kept.sum();
+  try {
+    big.eval(*gpu);
+    ADD_FAILURE() << "a 4 TiB result was computed";
+  } catch (const kiln::Error& e) {
+    EXPECT_EQ(e.code(), kiln::ErrorCode::out_of_memory) << e.what();
+  }
+  const std::vector<float> v = kept.to_vector<float>();
+  EXPECT_FLOAT_EQ(v.back(), 2.f);
+}
+
+TEST(OpenCl, HostCallablesAndKernelsWithoutADeviceFormRunOnTheHost) {
+  REQUIRE_OPENCL(gpu);
+  const Tensor x = kiln::linspace(-1, 1, 12).reshape({1, 1, 3, 4});
+  const Tensor w = kiln::ones({2, 1, 2, 2});
+  const auto build = [&] {
+    return kiln::exp(kiln::conv2d(kiln::map_elements(x, [](double v) { return v * v; }), w)) +
+           1.f;
+  };
+  const std::vector<float> on_device = build().eval(*gpu).to_vector<float>();
+  const std::vector<float> reference = build().eval(*kiln::reference_executor()).to_vector<float>();
+  ASSERT_EQ(on_device.size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i)
+    EXPECT_NEAR(on_device[i], reference[i], 1e-6f * reference[i]);
+}
+
+// The disk cache does not need a device: it stores bytes.
+TEST(OpenClKernelCache, RoundTripsAndRebuildsWhatIsDamaged) {
+  const std::string dir = ::testing::TempDir() + "kiln_kernel_cache_test";
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(setenv("KILN_CACHE_DIR", dir.c_str(), 1), 0);
+  const kiln::detail::opencl::KernelCache cache;
+  unsetenv("KILN_CACHE_DIR");
+  ASSERT_TRUE(cache.enabled());
+  const std::string key = cache.key({"__kernel void k() {}", "-cl-std=CL1.2", "device", "1.0"});
+  EXPECT_NE(key, cache.key({"__kernel void k() {}", "-cl-std=CL1.2", "device", "1.1"}));
+  EXPECT_NE(cache.key({"ab", "c"}), cache.key({"a", "bc"})) << "parts cannot run together";
+  EXPECT_FALSE(cache.load(key).has_value());
+  const std::vector<unsigned char> binary{1, 2, 3, 4, 5, 250};
+  cache.store(key, binary);
+  ASSERT_TRUE(cache.load(key).has_value());
+  EXPECT_EQ(*cache.load(key), binary);
+  // One byte changed: the checksum fails, the entry is dropped.
+  const std::string path = cache.directory() + "/" + key + ".bin";
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x07');
+  }
+  EXPECT_FALSE(cache.load(key).has_value());
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // A truncated file and a foreign file are rejected too.
+  cache.store(key, binary);
+  std::filesystem::resize_file(path, 20);
+  EXPECT_FALSE(cache.load(key).has_value());
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "not a kiln kernel cache entry at all";
+  }
+  EXPECT_FALSE(cache.load(key).has_value());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
