@@ -177,21 +177,22 @@ class Renderer {
       return;
     }
     body += "  " + type + " " + name + ";\n  {\n    long kp = " + index + ";\n";
-    bool masked = false;
-    std::string fill;
+    // Layers are walked from the top: the first layer whose valid range a position misses
+    // gives the value (its fill), as ViewMap::locate does.
+    std::vector<std::string> fills;
     const auto& layers = view->layers();
     for (std::size_t k = layers.size(); k-- > 0;) {
       const ViewLayer& l = layers[k];
       const std::size_t rank = l.shape.size();
       body += "    {\n      long kq = kp;\n";
       std::string next = number(l.offset);
-      bool never = false;  // a dimension whose only position lies outside the valid range
+      std::string misses;  // the condition under which a position lies outside the valid range
       for (std::size_t dim = rank; dim-- > 0;) {
         const std::string c = "c" + std::to_string(dim);
         const std::int64_t size = l.shape[dim];
         if (size == 1) {
           if (!l.valid.empty() && (l.valid[dim].first > 0 || l.valid[dim].second <= 0))
-            never = true;
+            misses = "1";
           continue;
         }
         if (dim > 0)
@@ -199,25 +200,27 @@ class Renderer {
         else
           body += "      long " + c + " = kq;\n";
         if (l.strides[dim] != 0) next += " + " + c + " * " + number(l.strides[dim]);
-        if (!l.valid.empty() && (l.valid[dim].first > 0 || l.valid[dim].second < size)) {
-          body += "      if (" + c + " < " + number(l.valid[dim].first) + " || " + c +
-                  " >= " + number(l.valid[dim].second) + ") in = 0;\n";
-          masked = true;
-        }
+        if (!l.valid.empty() && (l.valid[dim].first > 0 || l.valid[dim].second < size) &&
+            misses != "1")
+          misses += std::string(misses.empty() ? "" : " || ") + c + " < " +
+                    number(l.valid[dim].first) + " || " + c + " >= " +
+                    number(l.valid[dim].second);
       }
-      if (never) {
-        body += "      in = 0;\n";
-        masked = true;
+      if (!misses.empty()) {
+        fills.push_back(literal(l.fill, data.dtype, d_));
+        body += "      if (miss == 0 && (" + misses + ")) miss = " +
+                std::to_string(fills.size()) + ";\n";
       }
-      if (!l.valid.empty()) fill = literal(l.fill, data.dtype, d_);
       body += "      kp = " + next + ";\n    }\n";
     }
-    if (masked) {
-      // Declared first, so that every layer can clear it; one fill per map (the layers that
-      // mask all come from pad, which keeps one fill value through the map).
+    if (!fills.empty()) {
+      // Declared first, so that every layer can set it.
       const auto at = body.rfind("  {\n    long kp = ");
-      body.insert(at + 4, "    int in = 1;\n");
-      body += "    " + name + " = in ? " + buffer + "[kp] : " + fill + ";\n  }\n";
+      body.insert(at + 4, "    int miss = 0;\n");
+      std::string value = buffer + "[kp]";
+      for (std::size_t f = fills.size(); f-- > 0;)
+        value = "miss == " + std::to_string(f + 1) + " ? " + fills[f] + " : " + value;
+      body += "    " + name + " = " + value + ";\n  }\n";
     } else {
       body += "    " + name + " = " + buffer + "[kp];\n  }\n";
     }
@@ -524,6 +527,122 @@ RenderedKernel uniform(const Kernel& k, const GraphStructure& structure, const D
   return std::move(out);
 }
 
+// The launch of a kernel with one work-item per position of `n` positions.
+void one_item_each(RenderedKernel& out, std::int64_t n, const DeviceTraits& device) {
+  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
+}
+
+// contiguous: a copy through its input's view, as a materialize kernel.
+RenderedKernel copy(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                    const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  out.entry = "kiln_copy";
+  const std::int64_t n = k.root->numel();
+  std::vector<std::string> outputs{r.output(k.root->dtype, 0)};
+  out.outputs = 1;
+  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
+                     number(n) + ") return;\n";
+  const KernelInput& in = k.inputs[0];
+  r.load(body, "x", structure.slot(in.node), in.view, "i");
+  body += "  out0[i] = " + cast("x", in.node->dtype, k.root->dtype, d) + ";\n";
+  one_item_each(out, n, device);
+  r.finish(std::string(d.kernel), outputs, body);
+  return std::move(out);
+}
+
+// concat along attrs.axes[0]: each output position finds the input its coordinate on the axis
+// falls in.
+RenderedKernel concatenation(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                             const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  out.entry = "kiln_concat";
+  const Node& root = *k.root;
+  const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
+  std::int64_t inner = 1;
+  for (std::size_t dim = axis + 1; dim < root.shape.size(); ++dim) inner *= root.shape[dim];
+  const std::int64_t along = root.shape[axis];
+  const std::int64_t n = root.numel();
+  const std::string T(d.type(root.dtype));
+  std::vector<std::string> outputs{r.output(root.dtype, 0)};
+  out.outputs = 1;
+  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
+                     number(n) + ") return;\n";
+  body += "  long outer = i / " + number(along * inner) + ";\n  long a = (i / " + number(inner) +
+          ") % " + number(along) + ";\n  long rest = i % " + number(inner) + ";\n";
+  body += "  " + T + " value = 0;\n";
+  std::int64_t first = 0;
+  for (std::size_t part = 0; part < k.inputs.size(); ++part) {
+    const KernelInput& in = k.inputs[part];
+    const std::int64_t size = root.inputs[part]->shape[axis];
+    if (size == 0) continue;
+    body += std::string(first == 0 ? "  if" : "  else if") + " (a < " + number(first + size) +
+            ") {\n";
+    const std::string name = "x" + std::to_string(part);
+    r.load(body, name, structure.slot(in.node), in.view,
+           "(outer * " + number(size) + " + (a - " + number(first) + ")) * " + number(inner) +
+               " + rest");
+    body += "  value = " + cast(name, in.node->dtype, root.dtype, d) + ";\n  }\n";
+    first += size;
+  }
+  body += "  out0[i] = value;\n";
+  one_item_each(out, n, device);
+  r.finish(std::string(d.kernel), outputs, body);
+  return std::move(out);
+}
+
+// softmax and log_softmax along attrs.axes[0], one work-item per line, as the reference computes
+// them: the line's maximum (NaN skipped, a non-finite maximum not subtracted), the sum of
+// exponentials in double where the device has it, then each value.
+RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                             const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  out.entry = "kiln_softmax";
+  const Node& root = *k.root;
+  const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t dim = 0; dim < axis; ++dim) outer *= root.shape[dim];
+  for (std::size_t dim = axis + 1; dim < root.shape.size(); ++dim) inner *= root.shape[dim];
+  const std::int64_t len = root.shape[axis];
+  const DType t = root.dtype;
+  const DType acc = device.fp64 ? DType::f64 : t;
+  r.note_type(acc);
+  const std::string T(d.type(t)), A(d.type(acc));
+  std::vector<std::string> outputs{r.output(t, 0)};
+  out.outputs = 1;
+  const KernelInput& in = k.inputs[0];
+  const int slot = structure.slot(in.node);
+  std::string body = "  long g = (long)" + std::string(d.global_id) + ";\n  if (g >= " +
+                     number(outer * inner) + ") return;\n";
+  body += "  long base = (g / " + number(inner) + ") * " + number(len * inner) + " + g % " +
+          number(inner) + ";\n";
+  const auto value = [&](const std::string& name) {
+    r.load(body, name + "_", slot, in.view, "base + j * " + number(inner));
+    body += "  " + T + " " + name + " = " + cast(name + "_", in.node->dtype, t, d) + ";\n";
+  };
+  body += "  " + T + " m = -INFINITY;\n  for (long j = 0; j < " + number(len) + "; ++j) {\n";
+  value("x");
+  body += "  m = m < x ? x : m;\n  }\n  m = isfinite(m) ? m : (" + T + ")0;\n";
+  body += "  " + A + " total = 0;\n  for (long j = 0; j < " + number(len) + "; ++j) {\n";
+  value("x");
+  body += "  total += exp((" + A + ")(x - m));\n  }\n";
+  body += "  for (long j = 0; j < " + number(len) + "; ++j) {\n";
+  value("x");
+  body += "  " + T + " shifted = x - m;\n";
+  if (root.op == Op::softmax)
+    body += "  out0[base + j * " + number(inner) + "] = (" + T + ")(exp((" + A +
+            ")shifted) / total);\n  }\n";
+  else
+    body += "  out0[base + j * " + number(inner) + "] = (" + T + ")(shifted - log(total));\n  }\n";
+  one_item_each(out, outer * inner, device);
+  r.finish(std::string(d.kernel), outputs, body);
+  return std::move(out);
+}
+
 }  // namespace
 
 bool can_render(const Kernel& k) {
@@ -534,7 +653,13 @@ bool can_render(const Kernel& k) {
     case Kernel::Kind::materialize:
     case Kernel::Kind::matmul: return true;
     case Kernel::Kind::single:
-      return k.root->op == Op::random_uniform && is_float(k.root->dtype);
+      switch (k.root->info().kind) {
+        case OpKind::source: return k.root->op == Op::random_uniform && is_float(k.root->dtype);
+        case OpKind::copy:
+        case OpKind::concat: return true;
+        case OpKind::softmax: return is_float(k.root->dtype);
+        default: return false;
+      }
     case Kernel::Kind::reduce: {
       std::int64_t outer, reduced, inner;
       return as_block(*k.root, k.root->inputs[0]->shape, outer, reduced, inner);
@@ -547,7 +672,14 @@ RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStr
                              const Dialect& dialect, const DeviceTraits& device) {
   if (k.kind == Kernel::Kind::reduce) return reduction(k, ir, structure, dialect, device);
   if (k.kind == Kernel::Kind::matmul) return matrix_product(k, structure, dialect, device);
-  if (k.kind == Kernel::Kind::single) return uniform(k, structure, dialect, device);
+  if (k.kind == Kernel::Kind::single) {
+    switch (k.root->info().kind) {
+      case OpKind::copy: return copy(k, structure, dialect, device);
+      case OpKind::concat: return concatenation(k, structure, dialect, device);
+      case OpKind::softmax: return softmax_lines(k, structure, dialect, device);
+      default: return uniform(k, structure, dialect, device);
+    }
+  }
   return elementwise(k, ir, structure, dialect, device);
 }
 
