@@ -42,9 +42,10 @@
  *   result_data->num_entries values of node->operation.data_type in row-major order. The
  *   memory belongs to the node and lives until the node is freed (or fOptimizeMemory'd);
  *   do not free or realloc it. result_data is NULL while the node has not been executed.
- * - Backends. kiln computes on the CPU. There is no GPU (OpenCL) backend yet: asking for the
- *   GPU alone (flintInit(FLINT_BACKEND_ONLY_GPU), flintInit_gpu, fExecuteGraph_gpu,
- *   fExecuteGraph_gpu_eagerly) fails cleanly with OCL_ERROR.
+ * - Backends. The CPU backend, and a GPU backend on OpenCL (any OpenCL 1.2 device; the
+ *   environment variable KILN_OPENCL_DEVICE picks one by name). fExecuteGraph_gpu computes on the
+ *   device and reads the node's result back into result_data; intermediate results stay on the
+ *   device. Where OpenCL finds no device, the GPU functions fail cleanly with OCL_ERROR.
  * - Threads. Building nodes from several threads is safe; one node must not be freed while
  *   another thread uses it.
  *
@@ -249,16 +250,19 @@ typedef struct FStore FStore;
 /* ---- backends ---------------------------------------------------------------------------- */
 
 /** Initializes backends: FLINT_BACKEND_ONLY_CPU initializes the CPU backend (NO_ERROR);
- * FLINT_BACKEND_BOTH initializes the CPU backend and logs a warning that there is no GPU backend
- * (NO_ERROR); FLINT_BACKEND_ONLY_GPU fails with OCL_ERROR. Any other value: INVALID_SELECT.
- * Calling it is optional: execution initializes the CPU backend when needed. */
+ * FLINT_BACKEND_ONLY_GPU the GPU (OpenCL) backend (OCL_ERROR without an OpenCL device), after
+ * which fExecuteGraph computes on the GPU while it is the only backend initialized;
+ * FLINT_BACKEND_BOTH both (NO_ERROR; without a device it logs a warning and initializes the CPU
+ * backend only). Any other value: INVALID_SELECT. Calling it is optional: execution initializes
+ * the CPU backend when needed. */
 FErrorType flintInit(int backends);
 /** Initializes the CPU backend. NO_ERROR. */
 FErrorType flintInit_cpu(void);
-/** There is no GPU backend: always OCL_ERROR. */
+/** Initializes the GPU (OpenCL) backend: NO_ERROR, or OCL_ERROR without an OpenCL device. */
 FErrorType flintInit_gpu(void);
 /** The initialized backends as bits: FLINT_BACKEND_ONLY_CPU once the CPU backend is
- * initialized, 0 before (or after flintCleanup). */
+ * initialized, FLINT_BACKEND_ONLY_GPU once the GPU backend is, 0 before (or after
+ * flintCleanup). */
 int flintInitializedBackends(void);
 /** Releases the backends: the CPU executor's worker threads are stopped (call it before exit
  * when checking for leaks: threads still running at exit hold buffers). Nodes stay valid; the
@@ -326,16 +330,17 @@ void fFreeGraph(FGraphNode *graph);
  * result_data set. NULL on error (e.g. OUT_OF_MEMORY, INVALID_SELECT for indices outside their
  * dimension that were only known at run time). */
 FGraphNode *fExecuteGraph(FGraphNode *node);
-/** The same as fExecuteGraph (kiln computes on the CPU). */
+/** fExecuteGraph on the CPU backend. */
 FGraphNode *fExecuteGraph_cpu(FGraphNode *node);
-/** No GPU backend: NULL with OCL_ERROR. Use fExecuteGraph. */
+/** fExecuteGraph on the GPU (OpenCL) backend; the result is read back into result_data, the
+ * graph's intermediate results stay on the device. NULL with OCL_ERROR without a device. */
 FGraphNode *fExecuteGraph_gpu(FGraphNode *node);
 /** Computes `node` like fExecuteGraph_cpu (kiln computes missing predecessors too). */
 FGraphNode *fExecuteGraph_cpu_eagerly(FGraphNode *node);
-/** No GPU backend: NULL with OCL_ERROR. */
+/** Computes `node` like fExecuteGraph_gpu. */
 FGraphNode *fExecuteGraph_gpu_eagerly(FGraphNode *node);
-/** The node's result_data (results are always in CPU memory); NULL if it was not executed.
- * Never executes. */
+/** The node's result_data, in host memory (a result computed on the GPU was read back when it was
+ * attached); NULL if it was not executed. Never executes. */
 FResultData *fSyncMemory(FGraphNode *data);
 /** fExecuteGraph followed by fSyncMemory: returns `node` with result_data set, NULL on error. */
 FGraphNode *fCalculateResult(FGraphNode *node);

@@ -4,7 +4,7 @@ its #include lines and at link level (the symbols its object files need and whic
 object files define them). Usage: layering.py SOURCE_DIR OBJECT_FILE...
 
     graph      the IR, storage, shapes, gradient mode: the vocabulary of every layer
-    exec       the runtime and the backends (reference, cpu)
+    exec       the runtime and the backends (reference, cpu, opencl)
     api        the C++ front end
     autodiff   gradients, built with the front end's ops
     data, nn   datasets; layers, optimisers, training
@@ -31,6 +31,8 @@ VOCABULARY = {"kiln/types.hpp", "kiln/error.hpp", "kiln/gradient_mode.hpp"}
 BACKEND_INTERFACE = {"kiln/executor.hpp"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# Device backends' directories under exec/ (the CPU backend shares host buffers with everyone).
+BACKEND_DIRECTORY = re.compile(r"^exec/(opencl|cuda)/")
 # Above the runtime, a node's values are read and written through graph/values.hpp (which a
 # device backend's storage will synchronise), never through Node::result itself.
 RESULT_ACCESS = re.compile(r"->result\b")
@@ -69,6 +71,12 @@ def check_includes(src):
                         problems.append(f"{path}:{line_no}: {layer}/ reads Node::result "
                                         "(use graph/values.hpp)")
             for header in INCLUDE.findall(text):
+                # A backend's storage and device types stay inside it: only its own directory
+                # includes its headers (everyone else sees graph/device_memory.hpp).
+                backend = BACKEND_DIRECTORY.match(header)
+                if backend and not rel.startswith(os.path.join("exec", backend.group(1), "")):
+                    problems.append(f"{path}: includes {header}, a header of the "
+                                    f"{backend.group(1)} backend")
                 top = header.split("/")[0]
                 if top == "kiln":
                     allowed = True
