@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "exec/opencl/kernel_cache.hpp"
 #include "graph/node.hpp"
 #include "kiln/executor.hpp"
@@ -146,7 +148,9 @@ TEST(OpenCl, HostCallablesAndKernelsWithoutADeviceFormRunOnTheHost) {
 
 // The disk cache does not need a device: it stores bytes.
 TEST(OpenClKernelCache, RoundTripsAndRebuildsWhatIsDamaged) {
-  const std::string dir = ::testing::TempDir() + "kiln_kernel_cache_test";
+  // Per process: the suite runs in several processes at once.
+  const std::string dir =
+      ::testing::TempDir() + "kiln_kernel_cache_test_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   ASSERT_EQ(setenv("KILN_CACHE_DIR", dir.c_str(), 1), 0);
   const kiln::detail::opencl::KernelCache cache;

@@ -5,6 +5,7 @@
 // KILN_DEBUG names.
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "exec/backend.hpp"
 #include "exec/codegen/render.hpp"
@@ -136,11 +137,19 @@ class OpenClBackend final : public Backend {
 }  // namespace detail::opencl
 
 std::shared_ptr<Executor> opencl_executor() {
-  static const std::shared_ptr<Executor> instance = [] {
-    return detail::make_runtime(std::make_unique<detail::opencl::OpenClBackend>(
-        detail::opencl::OpenClDevice::open()));
+  // Opened once; a machine without a device gives the same error on every later call without
+  // asking the driver again.
+  static const std::variant<std::shared_ptr<Executor>, Error> instance =
+      []() -> std::variant<std::shared_ptr<Executor>, Error> {
+    try {
+      return detail::make_runtime(std::make_unique<detail::opencl::OpenClBackend>(
+          detail::opencl::OpenClDevice::open()));
+    } catch (const Error& e) {
+      return e;
+    }
   }();
-  return instance;
+  if (const auto* error = std::get_if<Error>(&instance)) throw *error;
+  return std::get<std::shared_ptr<Executor>>(instance);
 }
 
 }  // namespace kiln
