@@ -17,7 +17,9 @@
 #include "exec/opencl/kernel_cache.hpp"
 #include "graph/node.hpp"
 #include "kiln/executor.hpp"
+#include "kiln/data.hpp"
 #include "kiln/kiln.hpp"
+#include "kiln/nn.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -38,6 +40,16 @@ std::shared_ptr<kiln::Executor> device_or_skip() {
   if (!executor) GTEST_SKIP() << "no OpenCL device here (" #executor " test)"
 
 const kiln::detail::Buffer& buffer_of(const Tensor& t) { return *t.node()->result; }
+
+TEST(OpenCl, DevicesAreListedAndChosenByName) {
+  REQUIRE_OPENCL(gpu);
+  const std::vector<std::string> devices = kiln::opencl_devices();
+  ASSERT_FALSE(devices.empty());
+  EXPECT_EQ(devices.front().rfind("0:0 ", 0), 0u) << devices.front();
+  EXPECT_NE(devices.front().find("OpenCL"), std::string::npos) << devices.front();
+  EXPECT_EQ(kiln::find_executor("opencl"), gpu);
+  EXPECT_EQ(gpu->name(), "opencl");
+}
 
 TEST(OpenCl, ResultsStayOnTheDeviceUntilTheHostReadsThem) {
   REQUIRE_OPENCL(gpu);
@@ -144,6 +156,56 @@ TEST(OpenCl, HostCallablesAndKernelsWithoutADeviceFormRunOnTheHost) {
   ASSERT_EQ(on_device.size(), reference.size());
   for (std::size_t i = 0; i < reference.size(); ++i)
     EXPECT_NEAR(on_device[i], reference[i], 1e-6f * reference[i]);
+}
+
+// A small network trained on the device: parameters, Adam's state and every step's values stay
+// there (only the loss is read back per step).
+TEST(OpenCl, SmallNetworkTrainsOnTheDevice) {
+  REQUIRE_OPENCL(gpu);
+  namespace nn = kiln::nn;
+  namespace data = kiln::data;
+  const std::string dir = data::fashion_mnist_default_dir;
+  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz") &&
+      !std::filesystem::exists(dir + "/train-images-idx3-ubyte"))
+    FAIL() << "Fashion-MNIST is missing from " << dir
+           << ": install the dataset-fashion-mnist package (scripts/setup.sh does)";
+  const std::shared_ptr<kiln::Executor> before = kiln::current_executor();
+  kiln::set_executor(gpu);
+  nn::manual_seed(1);
+  const data::Dataset train = data::take(data::load_mnist_split(dir, "train"), 640);
+  const data::Dataset test = data::take(data::load_mnist_split(dir, "test"), 200);
+  nn::Sequential model(nn::Flatten(), nn::Linear(784, 64), nn::ReLU(), nn::Linear(64, 10));
+  nn::Adam opt(model.parameters(), {.lr = 3e-3});
+  std::vector<double> losses;
+  data::Batch b;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    data::BatchIterator batches(train, 64, true, static_cast<std::uint64_t>(epoch + 1));
+    while (batches.next(b)) {
+      Tensor loss;
+      {
+        kiln::GradientContext ctx;
+        loss = nn::cross_entropy(model(b.images), b.labels);
+      }
+      opt.step(loss);
+      losses.push_back(loss.item<double>());
+    }
+  }
+  EXPECT_FALSE(buffer_of(model.parameters().front().value()).on_host())
+      << "the trained weights stay on the device";
+  const double first = (losses[0] + losses[1] + losses[2]) / 3;
+  const double last = (losses[losses.size() - 1] + losses[losses.size() - 2] +
+                       losses[losses.size() - 3]) / 3;
+  EXPECT_LT(last, first * 0.7) << "first batches " << first << ", last batches " << last;
+  model.eval();
+  data::BatchIterator test_batches(test, 200, false);
+  ASSERT_TRUE(test_batches.next(b));
+  const double accuracy =
+      static_cast<double>(nn::correct_count(model(b.images), b.labels).item<std::int64_t>()) /
+      200.0;
+  EXPECT_GT(accuracy, 0.5);  // chance is 0.1
+  std::printf("[ training on OpenCL: loss %.3f -> %.3f, test accuracy %.3f ]\n", first, last,
+              accuracy);
+  kiln::set_executor(before);
 }
 
 // The disk cache does not need a device: it stores bytes.

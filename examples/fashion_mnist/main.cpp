@@ -5,6 +5,7 @@
 // Prints a progress bar per epoch (plain lines when stdout is not a terminal), the test accuracy
 // after each epoch, and writes the per-epoch numbers to a CSV file and the curves to a PNG.
 #include <kiln/data.hpp>
+#include <kiln/executor.hpp>
 #include <kiln/kiln.hpp>
 #include <kiln/nn.hpp>
 #include <unistd.h>
@@ -42,6 +43,7 @@ struct Options {
   std::string csv = "fashion_mnist.csv";
   std::string plot = "fashion_mnist.png";
   std::string save;
+  std::string backend;  // empty: kiln's default executor (KILN_EXECUTOR, else cpu)
 };
 
 void usage(std::ostream& os) {
@@ -61,7 +63,9 @@ void usage(std::ostream& os) {
      << ")\n"
         "  --csv PATH        per-epoch results (default fashion_mnist.csv)\n"
         "  --plot PATH       PNG of the training curves (default fashion_mnist.png)\n"
-        "  --save PATH       save the trained parameters (kiln::nn::save format)\n";
+        "  --save PATH       save the trained parameters (kiln::nn::save format)\n"
+        "  --backend NAME    the executor to train on: cpu, opencl or reference (default: cpu,\n"
+        "                    or KILN_EXECUTOR)\n";
 }
 
 Options parse(int argc, char** argv) {
@@ -99,6 +103,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--csv") o.csv = value(i);
     else if (a == "--plot") o.plot = value(i);
     else if (a == "--save") o.save = value(i);
+    else if (a == "--backend") o.backend = value(i);
     else if (a == "--help" || a == "-h") {
       usage(std::cout);
       std::exit(0);
@@ -208,6 +213,8 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
     if (o.threads > 0) kiln::set_num_threads(o.threads);
+    if (!o.backend.empty()) kiln::set_executor(kiln::find_executor(o.backend));
+    std::printf("executor: %s\n", std::string(kiln::current_executor()->name()).c_str());
     nn::manual_seed(o.seed);
 
     auto t0 = Clock::now();

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,10 @@ std::shared_ptr<Executor> cpu_executor();
 // name; default: the first GPU, else the first device). Throws kiln::Error(ocl_error) when kiln
 // was built without OpenCL or no device is present.
 std::shared_ptr<Executor> opencl_executor();
+// The OpenCL devices present, one line each: "platform:index name (type), OpenCL version" (the
+// "platform:index" form is what KILN_OPENCL_DEVICE accepts besides a part of the name). Empty
+// when kiln was built without OpenCL or no platform is installed.
+std::vector<std::string> opencl_devices();
 // Every executor kiln has (OpenCL where a device is present), the reference executor (the
 // oracle) first. A new backend is added
 // here; the registry-driven op test (tests/test_registry_ops.cpp) then runs every op on it

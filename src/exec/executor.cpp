@@ -65,6 +65,7 @@ Executor& executor_for_evaluation() {
 std::shared_ptr<Executor> opencl_executor() {
   throw Error(ErrorCode::ocl_error, "kiln was built without OpenCL (KILN_WITH_OPENCL=OFF)");
 }
+std::vector<std::string> opencl_devices() { return {}; }
 #endif
 
 std::vector<std::shared_ptr<Executor>> executors() {
@@ -78,6 +79,8 @@ std::vector<std::shared_ptr<Executor>> executors() {
 }
 
 std::shared_ptr<Executor> find_executor(std::string_view name) {
+  // Asked for directly, so that a missing device is reported as such (ocl_error).
+  if (name == "opencl") return opencl_executor();
   std::string names;
   for (auto& e : executors()) {
     if (e->name() == name) return e;

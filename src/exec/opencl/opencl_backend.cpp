@@ -136,6 +136,8 @@ class OpenClBackend final : public Backend {
 
 }  // namespace detail::opencl
 
+std::vector<std::string> opencl_devices() { return detail::opencl::device_list(); }
+
 std::shared_ptr<Executor> opencl_executor() {
   // Opened once; a machine without a device gives the same error on every later call without
   // asking the driver again.

@@ -58,6 +58,21 @@ std::vector<Candidate> all_devices() {
 
 }  // namespace
 
+std::vector<std::string> device_list() {
+  std::vector<std::string> out;
+  for (const Candidate& c : all_devices()) {
+    cl_device_type type = 0;
+    clGetDeviceInfo(c.device, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+    const char* kind = (type & CL_DEVICE_TYPE_GPU) != 0           ? "GPU"
+                       : (type & CL_DEVICE_TYPE_CPU) != 0         ? "CPU"
+                       : (type & CL_DEVICE_TYPE_ACCELERATOR) != 0 ? "accelerator"
+                                                                  : "other";
+    out.push_back(std::to_string(c.platform) + ":" + std::to_string(c.index) + " " + c.name +
+                  " (" + kind + "), " + device_string(c.device, CL_DEVICE_VERSION));
+  }
+  return out;
+}
+
 const char* status_name(cl_int status) {
   switch (status) {
     case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
@@ -224,7 +239,10 @@ void OpenClDevice::download(const ClMemory& from, void* to, std::size_t bytes) {
         "clEnqueueReadBuffer");
 }
 
-void OpenClDevice::finish() { check(clFinish(queue_), "clFinish"); }
+void OpenClDevice::finish() {
+  queued_ = 0;
+  check(clFinish(queue_), "clFinish");
+}
 
 cl_program OpenClDevice::build(const std::string& source, const std::string& key) {
   // A binary from the disk cache still goes through clBuildProgram (OpenCL's rule); one the
@@ -298,6 +316,10 @@ void OpenClDevice::run(cl_kernel kernel, std::size_t global, std::size_t local) 
   check(clEnqueueNDRangeKernel(queue_, kernel, 1, nullptr, &global, local ? &local : nullptr, 0,
                                nullptr, nullptr),
         "clEnqueueNDRangeKernel");
+  // The host does not wait for kernels; a loop of small evaluations that reads nothing back
+  // would queue commands (and the driver's memory for them) without bound. Every so many
+  // kernels the host waits for the queue to drain.
+  if (++queued_ >= kMostQueued) finish();
 }
 
 }  // namespace kiln::detail::opencl

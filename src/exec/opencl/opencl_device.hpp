@@ -25,6 +25,8 @@ namespace kiln::detail::opencl {
 // Throws kiln::Error for an OpenCL failure: out_of_memory for the allocation failures,
 // ocl_error otherwise, naming the call.
 void check(cl_int status, const char* call);
+// Every device of every platform, as kiln::opencl_devices() lists them.
+std::vector<std::string> device_list();
 const char* status_name(cl_int status);
 
 class OpenClDevice;
@@ -93,6 +95,9 @@ class OpenClDevice final : public Device, public std::enable_shared_from_this<Op
   std::size_t max_group_ = 1;
   std::uint64_t max_alloc_ = 0;
   bool debug_ = false;  // KILN_DEBUG: say what each build took
+  // Kernels queued since the host last waited for the queue (evaluations are serialised).
+  static constexpr int kMostQueued = 256;
+  int queued_ = 0;
 
   std::mutex pool_mutex_;
   std::multimap<std::size_t, cl_mem> pool_;  // free buffers by size
