@@ -145,6 +145,21 @@ std::string fill_template(std::string_view tmpl, const std::string* args) {
   return out;
 }
 
+// The opening of a kernel with one work-item per position of `n`: the position in `var`, and
+// the work-items past the end (the launch is rounded up to whole work-groups) leaving at once.
+std::string per_item(const Dialect& d, const char* var, std::int64_t n) {
+  const std::string v(var);
+  return "  long " + v + " = (long)" + std::string(d.global_id) + ";\n  if (" + v + " >= " +
+         std::to_string(n) + ") return;\n";
+}
+
+// The launch of a kernel with one work-item per position of `n` positions.
+void one_item_each(RenderedKernel& out, std::int64_t n, const DeviceTraits& device) {
+  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
+}
+
 class Renderer {
  public:
   Renderer(const GraphStructure& structure, const Dialect& dialect)
@@ -298,6 +313,23 @@ class Renderer {
     r_.source = std::move(src);
   }
 
+  // Ends a kernel of one work-item per position of `n`; `before` (helper functions) goes in
+  // front of the entry point.
+  RenderedKernel per_item_kernel(std::int64_t n, const DeviceTraits& device,
+                                 const std::vector<std::string>& outputs, const std::string& body,
+                                 const std::string& before = {}) {
+    one_item_each(r_, n, device);
+    finish(before + std::string(d_.kernel), outputs, body);
+    return std::move(r_);
+  }
+
+  // Names the entry point of a kernel with one output, of type `t`; returns its parameters.
+  std::vector<std::string> begin(const char* entry, DType t) {
+    r_.entry = entry;
+    r_.outputs = 1;
+    return {output(t, 0)};
+  }
+
   std::string output(DType t, int i) {
     note_type(t);
     return std::string(d_.global) + " " + std::string(d_.type(t)) + "* out" + std::to_string(i);
@@ -319,8 +351,7 @@ RenderedKernel elementwise(const Kernel& k, const KernelIr& ir, const GraphStruc
   for (std::size_t i = 0; i < k.stored.size(); ++i)
     outputs.push_back(r.output(k.stored[i]->dtype, static_cast<int>(i) + 1));
   out.outputs = static_cast<int>(outputs.size());
-  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
-                     number(n) + ") return;\n";
+  std::string body = per_item(d, "i", n);
   std::string value;
   if (k.kind == Kernel::Kind::materialize) {
     const KernelInput& in = k.inputs[0];
@@ -333,11 +364,7 @@ RenderedKernel elementwise(const Kernel& k, const KernelIr& ir, const GraphStruc
       body += "  out" + std::to_string(s + 1) + "[i] = " + stores[s] + ";\n";
   }
   body += "  out0[i] = " + value + ";\n";
-  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
-  out.local_size = static_cast<std::size_t>(group);
-  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
-  r.finish(std::string(d.kernel), outputs, body);
-  return std::move(out);
+  return r.per_item_kernel(n, device, outputs, body);
 }
 
 // One work-group per output: each work-item accumulates the reduced positions l, l + L, ... in
@@ -346,7 +373,6 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
                          const Dialect& d, const DeviceTraits& device) {
   Renderer r(structure, d);
   RenderedKernel& out = r.result();
-  out.entry = "kiln_reduce";
   const Node& root = *k.root;
   const Node& input = *root.inputs[0];
   std::int64_t outer = 0, reduced = 0, inner = 0;
@@ -368,8 +394,7 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   while (group < 256 && group < reduced && static_cast<std::size_t>(group) * 2 <= device.max_group)
     group *= 2;
 
-  std::vector<std::string> outputs{r.output(root.dtype, 0)};
-  out.outputs = 1;
+  std::vector<std::string> outputs = r.begin("kiln_reduce", root.dtype);
   std::string body;
   body += "  long g = (long)" + std::string(d.group_id) + ";\n";
   body += "  int l = (int)" + std::string(d.local_id) + ";\n";
@@ -454,8 +479,6 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
 RenderedKernel matrix_product(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                               const DeviceTraits& device) {
   Renderer r(structure, d);
-  RenderedKernel& out = r.result();
-  out.entry = "kiln_matmul";
   const Node& root = *k.root;
   const std::size_t rank = root.shape.size();
   const std::int64_t m = root.shape[rank - 2], p = root.shape[rank - 1];
@@ -465,10 +488,8 @@ RenderedKernel matrix_product(const Kernel& k, const GraphStructure& structure, 
   const DType acc = is_float(t) && device.fp64 ? DType::f64 : t;
   r.note_type(acc);
   const std::string A(d.type(acc));
-  std::vector<std::string> outputs{r.output(t, 0)};
-  out.outputs = 1;
-  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
-                     number(n) + ") return;\n";
+  std::vector<std::string> outputs = r.begin("kiln_matmul", t);
+  std::string body = per_item(d, "i", n);
   body += "  long j = i % " + number(p) + ";\n  long row = (i / " + number(p) + ") % " +
           number(m) + ";\n  long batch = i / " + number(m * p) + ";\n";
   body += "  " + A + " acc = 0;\n";
@@ -485,11 +506,7 @@ RenderedKernel matrix_product(const Kernel& k, const GraphStructure& structure, 
   else
     body += "  acc = kiln_add(acc, kiln_mul(" + x + ", " + y + "));\n";
   body += "  }\n  out0[i] = " + cast("acc", acc, t, d) + ";\n";
-  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
-  out.local_size = static_cast<std::size_t>(group);
-  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
-  r.finish(std::string(d.kernel), outputs, body);
-  return std::move(out);
+  return r.per_item_kernel(n, device, outputs, body);
 }
 
 // random_uniform: the reference's counter-based generator (splitmix64's finaliser of the seed
@@ -499,15 +516,12 @@ RenderedKernel uniform(const Kernel& k, const GraphStructure& structure, const D
                        const DeviceTraits& device) {
   Renderer r(structure, d);
   RenderedKernel& out = r.result();
-  out.entry = "kiln_uniform";
   const Node& root = *k.root;
   const std::int64_t n = root.numel();
   out.seed_of = structure.slot(&root);
-  std::vector<std::string> outputs{r.output(root.dtype, 0)};
-  out.outputs = 1;
+  std::vector<std::string> outputs = r.begin("kiln_uniform", root.dtype);
   const std::string u64(d.u64);
-  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
-                     number(n) + ") return;\n";
+  std::string body = per_item(d, "i", n);
   const auto mix = [&](const std::string& z) {
     return "kiln_mix64(" + z + ")";
   };
@@ -521,37 +535,20 @@ RenderedKernel uniform(const Kernel& k, const GraphStructure& structure, const D
                              " z) {\n  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9UL;\n"
                              "  z = (z ^ (z >> 27)) * 0x94d049bb133111ebUL;\n"
                              "  return z ^ (z >> 31);\n}\n";
-  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
-  out.local_size = static_cast<std::size_t>(group);
-  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
-  r.finish(helper + std::string(d.kernel), outputs, body);
-  return std::move(out);
-}
-
-// The launch of a kernel with one work-item per position of `n` positions.
-void one_item_each(RenderedKernel& out, std::int64_t n, const DeviceTraits& device) {
-  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
-  out.local_size = static_cast<std::size_t>(group);
-  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
+  return r.per_item_kernel(n, device, outputs, body, helper);
 }
 
 // contiguous: a copy through its input's view, as a materialize kernel.
 RenderedKernel copy(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                     const DeviceTraits& device) {
   Renderer r(structure, d);
-  RenderedKernel& out = r.result();
-  out.entry = "kiln_copy";
   const std::int64_t n = k.root->numel();
-  std::vector<std::string> outputs{r.output(k.root->dtype, 0)};
-  out.outputs = 1;
-  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
-                     number(n) + ") return;\n";
+  std::vector<std::string> outputs = r.begin("kiln_copy", k.root->dtype);
+  std::string body = per_item(d, "i", n);
   const KernelInput& in = k.inputs[0];
   r.load(body, "x", structure.slot(in.node), in.view, "i");
   body += "  out0[i] = " + cast("x", in.node->dtype, k.root->dtype, d) + ";\n";
-  one_item_each(out, n, device);
-  r.finish(std::string(d.kernel), outputs, body);
-  return std::move(out);
+  return r.per_item_kernel(n, device, outputs, body);
 }
 
 // concat along attrs.axes[0]: each output position finds the input its coordinate on the axis
@@ -559,8 +556,6 @@ RenderedKernel copy(const Kernel& k, const GraphStructure& structure, const Dial
 RenderedKernel concatenation(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                              const DeviceTraits& device) {
   Renderer r(structure, d);
-  RenderedKernel& out = r.result();
-  out.entry = "kiln_concat";
   const Node& root = *k.root;
   const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
   std::int64_t inner = 1;
@@ -568,10 +563,8 @@ RenderedKernel concatenation(const Kernel& k, const GraphStructure& structure, c
   const std::int64_t along = root.shape[axis];
   const std::int64_t n = root.numel();
   const std::string T(d.type(root.dtype));
-  std::vector<std::string> outputs{r.output(root.dtype, 0)};
-  out.outputs = 1;
-  std::string body = "  long i = (long)" + std::string(d.global_id) + ";\n  if (i >= " +
-                     number(n) + ") return;\n";
+  std::vector<std::string> outputs = r.begin("kiln_concat", root.dtype);
+  std::string body = per_item(d, "i", n);
   body += "  long outer = i / " + number(along * inner) + ";\n  long a = (i / " + number(inner) +
           ") % " + number(along) + ";\n  long rest = i % " + number(inner) + ";\n";
   body += "  " + T + " value = 0;\n";
@@ -590,9 +583,7 @@ RenderedKernel concatenation(const Kernel& k, const GraphStructure& structure, c
     first += size;
   }
   body += "  out0[i] = value;\n";
-  one_item_each(out, n, device);
-  r.finish(std::string(d.kernel), outputs, body);
-  return std::move(out);
+  return r.per_item_kernel(n, device, outputs, body);
 }
 
 // softmax and log_softmax along attrs.axes[0], one work-item per line, as the reference computes
@@ -601,8 +592,6 @@ RenderedKernel concatenation(const Kernel& k, const GraphStructure& structure, c
 RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                              const DeviceTraits& device) {
   Renderer r(structure, d);
-  RenderedKernel& out = r.result();
-  out.entry = "kiln_softmax";
   const Node& root = *k.root;
   const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
   std::int64_t outer = 1, inner = 1;
@@ -613,12 +602,10 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
   const DType acc = device.fp64 ? DType::f64 : t;
   r.note_type(acc);
   const std::string T(d.type(t)), A(d.type(acc));
-  std::vector<std::string> outputs{r.output(t, 0)};
-  out.outputs = 1;
+  std::vector<std::string> outputs = r.begin("kiln_softmax", t);
   const KernelInput& in = k.inputs[0];
   const int slot = structure.slot(in.node);
-  std::string body = "  long g = (long)" + std::string(d.global_id) + ";\n  if (g >= " +
-                     number(outer * inner) + ") return;\n";
+  std::string body = per_item(d, "g", outer * inner);
   body += "  long base = (g / " + number(inner) + ") * " + number(len * inner) + " + g % " +
           number(inner) + ";\n";
   const auto value = [&](const std::string& name) {
@@ -639,9 +626,7 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
             ")shifted) / total);\n  }\n";
   else
     body += "  out0[base + j * " + number(inner) + "] = (" + T + ")(shifted - log(total));\n  }\n";
-  one_item_each(out, outer * inner, device);
-  r.finish(std::string(d.kernel), outputs, body);
-  return std::move(out);
+  return r.per_item_kernel(outer * inner, device, outputs, body);
 }
 
 // 2-D convolution, its gradients and max pooling over NCHW values, one work-item per output
@@ -674,8 +659,7 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
   const std::string gi = "((nn * " + N(g.o) + " + oc) * " + N(g.oh) + " + i) * " + N(g.ow) + " + j";
   const std::string row = "i * " + N(g.sh) + " - " + N(g.ph) + " + ki * " + N(g.dh);
   const std::string col = "j * " + N(g.sw) + " - " + N(g.pw) + " + kj * " + N(g.dw);
-  std::string body = "  long e = (long)" + std::string(d.global_id) + ";\n  if (e >= " + N(n) +
-                     ") return;\n";
+  std::string body = per_item(d, "e", n);
   // Unpacks e into the named coordinates of a row-major shape.
   const auto unpack = [&](std::initializer_list<std::pair<const char*, std::int64_t>> dims) {
     std::vector<std::pair<const char*, std::int64_t>> v(dims);
@@ -769,9 +753,7 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
       break;
     }
   }
-  one_item_each(out, n, device);
-  r.finish(std::string(d.kernel), outputs, body);
-  return std::move(out);
+  return r.per_item_kernel(n, device, outputs, body);
 }
 
 }  // namespace
