@@ -381,6 +381,24 @@ TEST(NnOptim, AdamUpdatesInPlaceUnlessTheOldValueIsHeld) {
   EXPECT_NE(p.value().to_vector<float>(), kept_values);
 }
 
+TEST(NnOptim, AResultBuiltBeforeAStepSeesTheOldValues) {
+  // A lazy result that reads a parameter is computed from the value it was built on, however
+  // many steps run before it is read: an in-place update must not reach it.
+  for (const bool momentum : {false, true}) {
+    nn::Parameter p("p", kiln::tensor({1.f, -2.f, 3.f}));
+    nn::SGD opt({p}, {.lr = 0.5, .momentum = momentum ? 0.9 : 0.0});
+    opt.step(half_square(p));
+    const Vf old_values = p.value().to_vector<float>();
+    const Tensor doubled = p.value() * 2.0f;  // not evaluated; no handle to the value itself
+    opt.step(half_square(p));
+    opt.step(half_square(p));
+    const Vf got = doubled.to_vector<float>();
+    ASSERT_EQ(got.size(), old_values.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], 2 * old_values[i]) << i;
+    EXPECT_NE(p.value().to_vector<float>(), old_values);
+  }
+}
+
 TEST(NnOptim, InPlaceTrainingMatchesTheReferenceExecutor) {
   // A few Adam steps of a small MLP under each executor give the same parameters.
   std::vector<std::vector<float>> final_values[2];

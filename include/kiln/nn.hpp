@@ -80,6 +80,11 @@ class Parameter {
   void set_requires_grad(bool requires_grad) const;
 
  private:
+  friend class Optimizer;
+  // Holds an optimiser's pending update (unevaluated) in place of the value, so that the old
+  // value has no handle left and the update may take its memory over.
+  void hold(const Tensor& pending) const;
+
   struct Slot;
   std::shared_ptr<Slot> slot_;
 };
@@ -465,8 +470,9 @@ class Optimizer {
 
  protected:
   // The new value of parameter i from its value and gradient (both f32, lazily built), adding
-  // the new state tensors (lazy) to `state_out` in a fixed order; commit_state receives them
-  // evaluated and detached, in the same order.
+  // the new state tensors (lazy) to `state_out` in a fixed order. commit_state receives them
+  // twice, in the same order: unevaluated before the step's evaluation (so that the old state
+  // has no handle left and can be updated in place), then evaluated and detached.
   virtual Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                         std::vector<Tensor>& state_out) = 0;
   virtual void commit_state(std::size_t i, std::vector<Tensor> state) = 0;

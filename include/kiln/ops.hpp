@@ -87,6 +87,14 @@ Tensor equal(const Tensor& a, const Tensor& b);
 Tensor less_equal(const Tensor& a, const Tensor& b);
 Tensor greater_equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
+// The values of `value` (broadcast and promoted with `target`, like every binary op), which
+// evaluation may write into the memory of `target` instead of new memory: an in-place update
+// that keeps value semantics. It does so only where no one can see the difference: no handle
+// refers to `target`, no node outside the evaluation reads it, it is not requested, and its
+// memory is its own (not from_blob) and of the result's type and size. Otherwise the result gets
+// new memory. `w = assign(w, w - lr * g)` updates a weight in place (the old handle is given up);
+// optimisers update parameters and their state this way. The target gives no gradient.
+Tensor assign(const Tensor& target, const Tensor& value);
 // `cond` of any type (non-zero is true); the result has the promoted type of a and b. A Scalar
 // is weak (it takes the tensor's type).
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -116,6 +124,7 @@ KILN_SCALAR_FORMS(equal)
 KILN_SCALAR_FORMS(less_equal)
 KILN_SCALAR_FORMS(greater_equal)
 KILN_SCALAR_FORMS(not_equal)
+KILN_SCALAR_FORMS(assign)
 #undef KILN_SCALAR_FORMS
 
 // Comparison operators build comparison nodes (i32 0/1), as libtorch's do; they do not compare

@@ -181,6 +181,8 @@ KILN_RULE(convert) {
 
 KILN_RULE(add) { return {b.g, b.g}; }
 KILN_RULE(sub) { return {b.g, -b.g}; }
+// The target of an assignment gives only its memory, not its values.
+KILN_RULE(assign) { return {Tensor(), b.g}; }
 KILN_RULE(mul) { return {b.g * b.in(1), b.g * b.in(0)}; }
 KILN_RULE(div) {
   const Tensor d = b.in(1);

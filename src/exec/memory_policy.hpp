@@ -1,7 +1,6 @@
-// The memory policy every backend's runtime applies (today: the CPU executor's): a kernel's
-// result is released after its last reader unless a handle or a target needs it, and an
-// elementwise kernel may write its output into the buffer of a node it overwrites
-// (Node::overwrite, set by optimisers), when that is safe.
+// The memory policy every backend's runtime applies: a kernel's result is released after its
+// last reader unless a handle or a target needs it, and the output of an `assign` may take over
+// the memory of its target when nobody can tell the difference.
 #pragma once
 
 #include <memory>
@@ -14,11 +13,17 @@
 namespace kiln::detail {
 
 // For each output of an elementwise kernel (root, then the stored nodes), written into `reuse`:
-// the buffer of the node it may overwrite (Node::overwrite), when that is safe now: the buffer is
-// that node's alone, has the output's type and size, is not wanted by the caller, no later
-// kernel reads it, and this kernel reads it (if at all) in order. `readers` counts the kernels
-// yet to read each node.
+// the buffer of its target when the output is an `assign` and taking that buffer over cannot be
+// seen: no handle refers to the target, and every reference to it is held by a node of this
+// evaluation (so no graph outside it reads the target later); the buffer is the target's alone,
+// not borrowed, of the output's type and size; the target is not requested; no later kernel reads
+// it, and this kernel reads it (if at all) in order. `readers` counts the kernels yet to read
+// each node. A target whose buffer an output took must lose its result once the kernel has run:
+// its values are gone.
 void reusable(const Kernel& k, const GraphStructure& structure, const SchedulePlan& plan,
               const std::vector<int>& readers, std::vector<std::shared_ptr<Buffer>>& reuse);
+
+// The node whose buffer `out` may take over (the target of an assign), or null.
+Node* assign_target(const Node& out);
 
 }  // namespace kiln::detail

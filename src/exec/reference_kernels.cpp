@@ -253,6 +253,13 @@ void run_reference_kernel(const Node& n, Buffer& out) {
   switch (n.info().kind) {
     case OpKind::source:
       if (n.op == Op::random_uniform) return random_kernel(n, out);
+      // A leaf has no values only when an assign took its memory over; what reads it again is
+      // a graph kept for gradients, built before the update.
+      if (n.op == Op::store)
+        throw Error(ErrorCode::illegal_derive,
+                    std::string("store ") + dtype_name(n.dtype) + shape_to_string(n.shape) +
+                        ": its values were updated in place (an optimiser step, assign) after "
+                        "this graph was built; build the graph again to differentiate it");
       break;
     case OpKind::view: return copy_kernel(n, Operand::of(n), out);
     case OpKind::copy: return copy_kernel(n, Operand::of(*n.inputs[0]), out);

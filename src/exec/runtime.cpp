@@ -39,6 +39,7 @@ class Runtime final : public Executor {
     if (std::all_of(targets.begin(), targets.end(), [](Node* t) { return t->result != nullptr; }))
       return;
     backend_->begin_evaluation();
+    reuse_.clear();  // an evaluation that threw may have left offers behind
     const ProfileTimer scheduling;
     structure_.build(targets);
     bool cached = false;
@@ -72,8 +73,8 @@ class Runtime final : public Executor {
       } else {
         if (k.kind == Kernel::Kind::elementwise) reusable(k, structure_, plan, readers, reuse_);
         const KernelOutcome outcome = backend_->run({k, p, structure_, reuse_});
-        reuse_.clear();
         if (outcome == KernelOutcome::unsupported) host_fallback(k);
+        if (!reuse_.empty()) release_taken_targets(k);
         fell_back = outcome != KernelOutcome::ran;
       }
       if (fell_back && debug_enabled())
@@ -101,6 +102,19 @@ class Runtime final : public Executor {
     auto out = std::make_shared<Buffer>(k.root->dtype, k.root->numel());
     run_reference_kernel(*k.root, *out);
     k.root->result = std::move(out);
+  }
+
+  // An assign that took over its target's buffer leaves the target without values: a graph
+  // kept for gradients that reads the target again finds nothing, rather than the new values.
+  void release_taken_targets(const Kernel& k) {
+    for (std::size_t i = 0; i < reuse_.size(); ++i) {
+      if (!reuse_[i]) continue;
+      Node* out = i == 0 ? k.root : k.stored[i - 1];
+      Node* target = assign_target(*out);
+      if (target != nullptr && out->result == reuse_[i] && target->result == reuse_[i])
+        target->result.reset();
+    }
+    reuse_.clear();
   }
 
   std::unique_ptr<Backend> backend_;

@@ -138,7 +138,7 @@ void GraphStructure::encode(const Node& n) {
   *out++ = reinterpret_cast<std::uintptr_t>(a.custom.get());
   for (unsigned i = 0; i < kLists; ++i)
     if (present & (1u << i)) put(*lists[i]);
-  // A node to overwrite changes which buffers a kernel may reuse, decided when it runs.
+  // Whether an assign may take over its target's buffer is decided when the kernel runs.
 }
 
 void SchedulePlan::bind(const GraphStructure& structure, std::vector<Kernel>& out) const {

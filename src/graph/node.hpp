@@ -69,11 +69,6 @@ struct Node {
   // that no handle refers to once its last consumer has run.
   std::atomic<int> handles{0};
 
-  // A node whose buffer may receive this node's values instead of a new one (an optimiser's
-  // in-place update of a parameter or its state). An executor uses it only when nothing else
-  // shares that buffer or will still read it; the old node then shows the new values.
-  NodePtr overwrite;
-
   // Scratch of the structural walk of an evaluation (GraphStructure): the walk that last reached
   // this node and the node's position in it. Evaluations are serialised, so walks never overlap.
   std::uint64_t walk = 0;

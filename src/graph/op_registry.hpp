@@ -163,6 +163,7 @@ enum class Gradient : std::uint8_t {
   BINARY(less_equal, any, to_i32, zero, FOTHER, a <= b, a <= b, scalar, "({0} <= {1})")         \
   BINARY(greater_equal, any, to_i32, zero, FOTHER, a >= b, a >= b, scalar, "({0} >= {1})")      \
   BINARY(not_equal, any, to_i32, zero, FOTHER, a != b, a != b, scalar, "({0} != {1})")          \
+  BINARY(assign, any, same, rule, FOTHER, b, b, plain, "({1})")                                 \
   OP(where, ternary, 3, any, same, rule, FOTHER)                                                \
   OP(sum, reduce, 1, any, same, rule, FREDUCE_SUM)                                              \
   OP(prod, reduce, 1, any, same, rule, FREDUCE_MUL)                                             \

@@ -98,6 +98,8 @@ const Tensor& Parameter::value() const {
   return slot_->value;
 }
 
+void Parameter::hold(const Tensor& pending) const { slot_->value = pending; }
+
 void Parameter::set(const Tensor& value) const {
   if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
   if (!value.defined() || value.shape() != slot_->value.shape())

@@ -89,24 +89,6 @@ void Optimizer::step(const Tensor& loss) {
   apply(grads, loss);
 }
 
-namespace {
-
-// Lets the executor write `fresh` into the buffer of `old` (a parameter's value or a state
-// tensor) when this optimiser holds the only handle to `old` and nothing shares its buffer: the
-// update is then in place and needs no new memory. A handle the user keeps to an old value
-// keeps that value unchanged.
-void offer_buffer(const Tensor& fresh, const Tensor& old) {
-  if (!fresh.defined() || !old.defined()) return;
-  detail::Node& to = *fresh.node();
-  const detail::Node& from = *old.node();
-  if (to.result || from.handles.load() != 1 || !from.result || from.result.use_count() != 1 ||
-      to.dtype != from.dtype || to.shape != from.shape)
-    return;
-  to.overwrite = old.node();
-}
-
-}  // namespace
-
 ClippedGradients clip_grad_norm(const std::vector<Tensor>& gradients, double max_norm) {
   if (!(max_norm > 0))
     throw Error(ErrorCode::invalid_select, "nn::clip_grad_norm: max_norm must be positive");
@@ -160,16 +142,21 @@ void Optimizer::apply(const std::vector<Tensor>& raw_grads, const Tensor& loss) 
     const Tensor& value = parameters_[i].value();
     const Tensor g = grads[i].dtype() == DType::f32 ? grads[i] : convert(grads[i], DType::f32);
     std::vector<Tensor> state;
-    Tensor updated = update(i, value, g, state);
-    offer_buffer(updated, value);
+    // The new value and state are assigned to the old ones, whose handles this optimiser gives
+    // up before the evaluation: where nothing else reads an old value, it is updated in place.
+    const Tensor updated = assign(value, update(i, value, g, state));
     const std::vector<const Tensor*> old_state = state_of(i);
     for (std::size_t k = 0; k < state.size() && k < old_state.size(); ++k)
-      offer_buffer(state[k], *old_state[k]);
+      if (old_state[k]->defined()) state[k] = assign(*old_state[k], state[k]);
     pending.push_back({i, targets.size(), state.size()});
-    targets.push_back(std::move(updated));
-    for (auto& s : state) targets.push_back(std::move(s));
+    targets.push_back(updated);
+    for (const auto& s : state) targets.push_back(s);
+    parameters_[i].hold(updated);
+    commit_state(i, std::move(state));
   }
-  eval_all(targets);  // the forward and backward pass (for step(loss)) and all updates at once
+  // The forward and backward pass (for step(loss)) and all updates at once. Should it fail, the
+  // parameters and state hold their updates unevaluated.
+  eval_all(targets);
   for (const Pending& p : pending) {
     parameters_[p.index].set(detach(targets[p.first]));
     std::vector<Tensor> state;
