@@ -470,15 +470,13 @@ class Optimizer {
 
  protected:
   // The new value of parameter i from its value and gradient (both f32, lazily built), adding
-  // the new state tensors (lazy) to `state_out` in a fixed order. commit_state receives them
-  // twice, in the same order: unevaluated before the step's evaluation (so that the old state
-  // has no handle left and can be updated in place), then evaluated and detached.
+  // the new state tensors (lazy) to `state_out` in a fixed order. A new state tensor built as
+  // assign(old, new) (and read as such by the update) can be updated in place. commit_state
+  // receives the state twice, in the same order: unevaluated before the step's evaluation (so
+  // that the old state has no handle left), then evaluated and detached.
   virtual Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                         std::vector<Tensor>& state_out) = 0;
   virtual void commit_state(std::size_t i, std::vector<Tensor> state) = 0;
-  // The current state tensors of parameter i, in the order update() adds the new ones (an
-  // entry may be undefined): the update may write the new values into their buffers.
-  virtual std::vector<const Tensor*> state_of(std::size_t i) const = 0;
   // Called once per step before the updates are built (e.g. to advance Adam's step count).
   virtual void begin_step() {}
 
@@ -512,7 +510,6 @@ class SGD : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
-  std::vector<const Tensor*> state_of(std::size_t i) const override;
 
  private:
   SGDOptions options_;
@@ -541,7 +538,6 @@ class Adam : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
-  std::vector<const Tensor*> state_of(std::size_t i) const override;
   void begin_step() override { ++t_; }
 
  private:
@@ -571,7 +567,6 @@ class AdamW : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
-  std::vector<const Tensor*> state_of(std::size_t i) const override;
   void begin_step() override { ++t_; }
 
  private:
@@ -603,7 +598,6 @@ class RMSprop : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
-  std::vector<const Tensor*> state_of(std::size_t i) const override;
 
  private:
   RMSpropOptions options_;
@@ -631,7 +625,6 @@ class Adagrad : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
-  std::vector<const Tensor*> state_of(std::size_t i) const override;
   void begin_step() override { ++t_; }
 
  private:

@@ -2,26 +2,42 @@
 
 namespace kiln::detail {
 
-namespace {
-
-// How many references to `target` the nodes of this evaluation hold (inputs and view bases).
-long references_within(const GraphStructure& structure, const Node* target) {
-  long count = 0;
-  for (const Node* n : structure.nodes()) {
-    for (const NodePtr& in : n->inputs) count += in.get() == target;
-    count += n->view_base.get() == target;
+long EvaluationReferences::of(const GraphStructure& structure, const Node* node) {
+  if (!counted_) {
+    const std::vector<Node*>& nodes = structure.nodes();
+    counts_.assign(nodes.size(), 0);
+    auto count_in = [&](const Node& n) {
+      for (const NodePtr& in : n.inputs) {
+        const int slot = structure.slot(in.get());
+        if (slot >= 0) ++counts_[static_cast<std::size_t>(slot)];
+      }
+      const int base = n.view_base ? structure.slot(n.view_base.get()) : -1;
+      if (base >= 0) ++counts_[static_cast<std::size_t>(base)];
+    };
+    // A view keeps the view it was built on (for gradients) besides the base it reads through;
+    // such an intermediate view is outside the walk, and belongs to this evaluation when
+    // nothing else holds it.
+    for (const Node* n : nodes) {
+      count_in(*n);
+      if (!n->is_view()) continue;
+      for (const NodePtr* link = &n->inputs[0];
+           (*link)->is_view() && link->use_count() == 1 && structure.slot(link->get()) < 0;
+           link = &(*link)->inputs[0])
+        count_in(**link);
+    }
+    counted_ = true;
   }
-  return count;
+  const int slot = structure.slot(node);
+  return slot < 0 ? 0 : counts_[static_cast<std::size_t>(slot)];
 }
-
-}  // namespace
 
 Node* assign_target(const Node& out) {
   return out.op == Op::assign ? out.inputs[0].get() : nullptr;
 }
 
 void reusable(const Kernel& k, const GraphStructure& structure, const SchedulePlan& plan,
-              const std::vector<int>& readers, std::vector<std::shared_ptr<Buffer>>& reuse) {
+              const std::vector<int>& readers, EvaluationReferences& references,
+              std::vector<std::shared_ptr<Buffer>>& reuse) {
   reuse.assign(k.stored.size() + 1, nullptr);
   auto offer = [&](const Node& out) -> std::shared_ptr<Buffer> {
     const Node* old = assign_target(out);
@@ -38,9 +54,9 @@ void reusable(const Kernel& k, const GraphStructure& structure, const SchedulePl
       read_here = true;
     }
     if (readers[static_cast<std::size_t>(slot)] != (read_here ? 1 : 0)) return nullptr;
-    // Last, as it walks the evaluation: a graph outside it that still reads the target (a lazy
-    // result built on it, a C API handle) would see the new values.
-    if (out.inputs[0].use_count() != references_within(structure, old)) return nullptr;
+    // Last, as it counts over the whole evaluation (once): a graph outside the evaluation that
+    // still reads the target (a lazy result built on it, a C API handle) would see new values.
+    if (out.inputs[0].use_count() != references.of(structure, old)) return nullptr;
     return old->result;
   };
   reuse[0] = offer(*k.root);

@@ -20,8 +20,21 @@ namespace kiln::detail {
 // it, and this kernel reads it (if at all) in order. `readers` counts the kernels yet to read
 // each node. A target whose buffer an output took must lose its result once the kernel has run:
 // its values are gone.
+// How many references to each node of an evaluation its nodes hold (inputs and view bases),
+// counted once per evaluation, when an assign first asks.
+class EvaluationReferences {
+ public:
+  void reset() { counted_ = false; }
+  long of(const GraphStructure& structure, const Node* node);
+
+ private:
+  std::vector<long> counts_;  // per position in the structure
+  bool counted_ = false;
+};
+
 void reusable(const Kernel& k, const GraphStructure& structure, const SchedulePlan& plan,
-              const std::vector<int>& readers, std::vector<std::shared_ptr<Buffer>>& reuse);
+              const std::vector<int>& readers, EvaluationReferences& references,
+              std::vector<std::shared_ptr<Buffer>>& reuse);
 
 // The node whose buffer `out` may take over (the target of an assign), or null.
 Node* assign_target(const Node& out);

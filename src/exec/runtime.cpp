@@ -40,6 +40,7 @@ class Runtime final : public Executor {
       return;
     backend_->begin_evaluation();
     reuse_.clear();  // an evaluation that threw may have left offers behind
+    references_.reset();
     const ProfileTimer scheduling;
     structure_.build(targets);
     bool cached = false;
@@ -71,7 +72,7 @@ class Runtime final : public Executor {
         k.root->result = std::make_shared<Buffer>(k.root->dtype, 0);
         for (Node* s : k.stored) s->result = std::make_shared<Buffer>(s->dtype, 0);
       } else {
-        if (k.kind == Kernel::Kind::elementwise) reusable(k, structure_, plan, readers, reuse_);
+        if (k.kind == Kernel::Kind::elementwise) reusable(k, structure_, plan, readers, references_, reuse_);
         const KernelOutcome outcome = backend_->run({k, p, structure_, reuse_});
         if (outcome == KernelOutcome::unsupported) host_fallback(k);
         if (!reuse_.empty()) release_taken_targets(k);
@@ -125,6 +126,7 @@ class Runtime final : public Executor {
   std::vector<Kernel> kernels_;
   std::vector<int> readers_;
   std::vector<std::shared_ptr<Buffer>> reuse_;
+  EvaluationReferences references_;
 };
 
 }  // namespace

@@ -142,12 +142,10 @@ void Optimizer::apply(const std::vector<Tensor>& raw_grads, const Tensor& loss) 
     const Tensor& value = parameters_[i].value();
     const Tensor g = grads[i].dtype() == DType::f32 ? grads[i] : convert(grads[i], DType::f32);
     std::vector<Tensor> state;
-    // The new value and state are assigned to the old ones, whose handles this optimiser gives
-    // up before the evaluation: where nothing else reads an old value, it is updated in place.
+    // The new value is assigned to the old one (update() assigns the state likewise), and the
+    // handles to the old ones are given up before the evaluation: where nothing else reads an
+    // old value, it is updated in place.
     const Tensor updated = assign(value, update(i, value, g, state));
-    const std::vector<const Tensor*> old_state = state_of(i);
-    for (std::size_t k = 0; k < state.size() && k < old_state.size(); ++k)
-      if (old_state[k]->defined()) state[k] = assign(*old_state[k], state[k]);
     pending.push_back({i, targets.size(), state.size()});
     targets.push_back(updated);
     for (const auto& s : state) targets.push_back(s);
@@ -189,7 +187,7 @@ Tensor SGD::update(std::size_t i, const Tensor& value, const Tensor& grad,
   if (options_.momentum != 0) {
     const Tensor fresh =
         options_.dampening != 0 ? g * static_cast<float>(1.0 - options_.dampening) : g;
-    const Tensor buf = momentum_[i].defined() ? momentum_[i] * mu + fresh : g;
+    const Tensor buf = momentum_[i].defined() ? assign(momentum_[i], momentum_[i] * mu + fresh) : g;
     state_out.push_back(buf);
     g = options_.nesterov ? g + buf * mu : buf;
   }
@@ -200,8 +198,6 @@ void SGD::set_lr(double lr) {
   if (!(lr >= 0)) throw Error(ErrorCode::invalid_select, "nn::SGD::set_lr: lr must be >= 0");
   options_.lr = lr;
 }
-
-std::vector<const Tensor*> SGD::state_of(std::size_t i) const { return {&momentum_[i]}; }
 
 void SGD::commit_state(std::size_t i, std::vector<Tensor> state) {
   if (!state.empty()) momentum_[i] = std::move(state[0]);
@@ -230,8 +226,8 @@ Tensor Adam::update(std::size_t i, const Tensor& value, const Tensor& grad,
   const float b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
   const Tensor gm = g * (1.0f - b1);
   const Tensor gv = square(g) * (1.0f - b2);
-  const Tensor m = m_[i].defined() ? m_[i] * b1 + gm : gm;
-  const Tensor v = v_[i].defined() ? v_[i] * b2 + gv : gv;
+  const Tensor m = m_[i].defined() ? assign(m_[i], m_[i] * b1 + gm) : gm;
+  const Tensor v = v_[i].defined() ? assign(v_[i], v_[i] * b2 + gv) : gv;
   state_out.push_back(m);
   state_out.push_back(v);
   const Tensor denom = sqrt(v) * static_cast<float>(1.0 / std::sqrt(bc2)) +
@@ -243,8 +239,6 @@ void Adam::set_lr(double lr) {
   if (!(lr >= 0)) throw Error(ErrorCode::invalid_select, "nn::Adam::set_lr: lr must be >= 0");
   options_.lr = lr;
 }
-
-std::vector<const Tensor*> Adam::state_of(std::size_t i) const { return {&m_[i], &v_[i]}; }
 
 void Adam::commit_state(std::size_t i, std::vector<Tensor> state) {
   m_[i] = std::move(state[0]);

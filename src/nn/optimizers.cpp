@@ -43,8 +43,8 @@ Tensor AdamW::update(std::size_t i, const Tensor& value, const Tensor& grad,
   const double bc1 = 1.0 - std::pow(o.beta1, t), bc2 = 1.0 - std::pow(o.beta2, t);
   const Tensor gm = grad * f(1.0 - o.beta1);
   const Tensor gv = square(grad) * f(1.0 - o.beta2);
-  const Tensor m = m_[i].defined() ? m_[i] * f(o.beta1) + gm : gm;
-  const Tensor v = v_[i].defined() ? v_[i] * f(o.beta2) + gv : gv;
+  const Tensor m = m_[i].defined() ? assign(m_[i], m_[i] * f(o.beta1) + gm) : gm;
+  const Tensor v = v_[i].defined() ? assign(v_[i], v_[i] * f(o.beta2) + gv) : gv;
   state_out.push_back(m);
   state_out.push_back(v);
   const Tensor decayed = o.weight_decay != 0 ? value * f(1.0 - o.lr * o.weight_decay) : value;
@@ -56,8 +56,6 @@ void AdamW::set_lr(double lr) {
   require_lr(lr, "AdamW");
   options_.lr = lr;
 }
-
-std::vector<const Tensor*> AdamW::state_of(std::size_t i) const { return {&m_[i], &v_[i]}; }
 
 void AdamW::commit_state(std::size_t i, std::vector<Tensor> state) {
   m_[i] = std::move(state[0]);
@@ -82,12 +80,14 @@ Tensor RMSprop::update(std::size_t i, const Tensor& value, const Tensor& grad,
   Tensor g = grad;
   if (o.weight_decay != 0) g = g + value * f(o.weight_decay);
   const Tensor gv = square(g) * f(1.0 - o.alpha);
-  const Tensor v = square_avg_[i].defined() ? square_avg_[i] * f(o.alpha) + gv : gv;
+  const Tensor v =
+      square_avg_[i].defined() ? assign(square_avg_[i], square_avg_[i] * f(o.alpha) + gv) : gv;
   state_out.push_back(v);
   Tensor avg;
   if (o.centered) {
     const Tensor gg = g * f(1.0 - o.alpha);
-    const Tensor mean_g = grad_avg_[i].defined() ? grad_avg_[i] * f(o.alpha) + gg : gg;
+    const Tensor mean_g =
+        grad_avg_[i].defined() ? assign(grad_avg_[i], grad_avg_[i] * f(o.alpha) + gg) : gg;
     state_out.push_back(mean_g);
     avg = sqrt(v - square(mean_g)) + f(o.eps);
   } else {
@@ -95,7 +95,8 @@ Tensor RMSprop::update(std::size_t i, const Tensor& value, const Tensor& grad,
   }
   if (o.momentum > 0) {
     const Tensor step = g / avg;
-    const Tensor buf = momentum_[i].defined() ? momentum_[i] * f(o.momentum) + step : step;
+    const Tensor buf =
+        momentum_[i].defined() ? assign(momentum_[i], momentum_[i] * f(o.momentum) + step) : step;
     state_out.push_back(buf);
     return value - buf * f(o.lr);
   }
@@ -109,13 +110,6 @@ void RMSprop::set_lr(double lr) {
 
 // The state in the order update() adds it: square_avg, then grad_avg (centered), then the
 // momentum buffer (momentum > 0).
-std::vector<const Tensor*> RMSprop::state_of(std::size_t i) const {
-  std::vector<const Tensor*> s{&square_avg_[i]};
-  if (options_.centered) s.push_back(&grad_avg_[i]);
-  if (options_.momentum > 0) s.push_back(&momentum_[i]);
-  return s;
-}
-
 void RMSprop::commit_state(std::size_t i, std::vector<Tensor> state) {
   std::size_t k = 0;
   square_avg_[i] = std::move(state[k++]);
@@ -142,7 +136,7 @@ Tensor Adagrad::update(std::size_t i, const Tensor& value, const Tensor& grad,
   const Tensor before = sum_[i].defined()
                             ? sum_[i]
                             : full_like(value, o.initial_accumulator_value);
-  const Tensor total = before + square(g);
+  const Tensor total = assign(before, before + square(g));
   state_out.push_back(total);
   return value - g * f(clr) / (sqrt(total) + f(o.eps));
 }
@@ -151,8 +145,6 @@ void Adagrad::set_lr(double lr) {
   require_lr(lr, "Adagrad");
   options_.lr = lr;
 }
-
-std::vector<const Tensor*> Adagrad::state_of(std::size_t i) const { return {&sum_[i]}; }
 
 void Adagrad::commit_state(std::size_t i, std::vector<Tensor> state) {
   sum_[i] = std::move(state[0]);
