@@ -3,10 +3,11 @@
 # package is already installed it does nothing (and does not touch apt).
 set -euo pipefail
 
+# graphviz: the tests parse kiln::to_dot's output with dot.
 PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config
           libdnnl-dev libopenblas-dev libsleef-dev libstb-dev zlib1g-dev
           dataset-fashion-mnist
-          libeigen3-dev
+          libeigen3-dev graphviz
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
           clang libclang-rt-14-dev libomp-14-dev)
 

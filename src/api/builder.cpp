@@ -9,6 +9,7 @@
 #include "graph/shape_math.hpp"
 #include "graph/values.hpp"
 #include "kiln/autodiff.hpp"
+#include "kiln/eager_mode.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln::detail {
@@ -80,10 +81,14 @@ Tensor finish(NodePtr node) {
   return Tensor(std::move(node));
 }
 
-// Evaluates a node that grew too far from any results (outside the lock: evaluating takes it).
+// Evaluates a node that grew too far from any results, and in eager mode every node that
+// computes values (not views, nor a store, whose builder gives it values next). Outside the
+// lock: evaluating takes it.
 Tensor auto_evaluated(Tensor t) {
   Node& n = *t.node();
-  if (n.depth > kAutoEvaluateDepth && !n.in_gradient_context && !auto_evaluation_paused())
+  const bool too_deep = n.depth > kAutoEvaluateDepth && !n.in_gradient_context;
+  const bool eager = in_eager_mode() && !n.is_view() && n.op != Op::store;
+  if ((too_deep || eager) && !auto_evaluation_paused())
     evaluate(n);  // and released
   return t;
 }

@@ -9,6 +9,7 @@
 #include "graph/graph_lock.hpp"
 #include "graph/values.hpp"
 #include "kiln/autodiff.hpp"
+#include "kiln/eager_mode.hpp"
 #include "kiln/graph.hpp"
 #include "kiln/ops.hpp"
 
@@ -20,7 +21,10 @@ std::string describe(const Tensor& t) {
 }
 }  // namespace
 
-std::vector<Tensor> gradients(const Tensor& y, const std::vector<Tensor>& xs) {
+namespace {
+
+// The backward graph, unevaluated.
+std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& xs) {
   detail::node_of(y, "gradients");
   // The backward graph is built whole, reading the forward graph's inputs throughout.
   detail::GraphReadLock lock;
@@ -76,6 +80,14 @@ std::vector<Tensor> gradients(const Tensor& y, const std::vector<Tensor>& xs) {
       out.push_back(g->second.dtype() == type ? g->second : convert(g->second, type));
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Tensor> gradients(const Tensor& y, const std::vector<Tensor>& xs) {
+  std::vector<Tensor> out = build_gradients(y, xs);
+  if (in_eager_mode()) eval_all(out);  // built with automatic evaluation paused
   return out;
 }
 
