@@ -13,6 +13,7 @@
 #include "kiln/linalg.hpp"
 #include "kiln/normalization.hpp"
 #include "kiln/ops.hpp"
+#include "kiln/profile.hpp"
 #include "kiln/random.hpp"
 #include "kiln/tensor.hpp"
 #include "kiln/tensor_index.hpp"

@@ -1,9 +1,10 @@
-// KILN_PROFILE=1: time every kernel an executor runs and print, when the program exits, where the
-// time went, grouped by what the kernel computes (kind, root op, dtype, shape, fused ops). It is
-// how one finds which kernels of a training step are worth making faster.
+// The runtime's side of profiling (kiln/profile.hpp): while a kiln::Profile records, or under
+// KILN_PROFILE=1 (a profile of the whole program, printed at exit), every kernel the runtime runs
+// is timed and added to the recording profiles, grouped by what it computes.
 #pragma once
 
 #include <chrono>
+#include <string_view>
 
 #include "exec/fusion.hpp"
 
@@ -11,13 +12,14 @@ namespace kiln::detail {
 
 bool profiling_enabled();
 
-// Adds `seconds` to the kernel's group; "scheduling" and other non-kernel work use `label`. A
-// kernel that a fast executor ran with the reference kernel (`reference_fallback`) is grouped
-// apart and labelled so.
-void profile_kernel(const Kernel& kernel, double seconds, bool reference_fallback = false);
-void profile_label(const char* label, double seconds);
+// Adds a kernel that `backend` ran in `seconds` (with the reference kernel where
+// `reference_fallback`) to every recording profile.
+void profile_kernel(const Kernel& kernel, std::string_view backend, double seconds,
+                    bool reference_fallback = false);
+// Adds time spent finding or making schedules.
+void profile_scheduling(double seconds);
 
-// Times a scope when profiling is on; costs one branch when it is off.
+// Times a scope when profiling is on; costs one branch and an atomic load when it is off.
 class ProfileTimer {
  public:
   ProfileTimer() : on_(profiling_enabled()) {

@@ -47,8 +47,7 @@ class Runtime final : public Executor {
     SchedulePlan& plan = cache_.plan(targets, structure_, cached);
     plan.bind(structure_, kernels_);
     const std::vector<Kernel>& kernels = kernels_;
-    if (scheduling.on())
-      profile_label(cached ? "scheduling (cached)" : "scheduling", scheduling.seconds());
+    if (scheduling.on()) profile_scheduling(scheduling.seconds());
     if (debug_enabled() && !kernels.empty()) {
       const std::string setup = backend_->setup();
       std::cerr << "[kiln] schedule (" << backend_->name() << (setup.empty() ? "" : ", ") << setup
@@ -82,7 +81,7 @@ class Runtime final : public Executor {
         std::cerr << "[kiln] reference kernel: " << k.root->info().name << " "
                   << dtype_name(k.root->dtype) << shape_to_string(k.root->shape) << " (the "
                   << backend_->name() << " executor has no kernel of its own for it)\n";
-      if (timer.on()) profile_kernel(k, timer.seconds(), fell_back);
+      if (timer.on()) profile_kernel(k, backend_->name(), timer.seconds(), fell_back);
       for (int slot : p.reads) {
         const auto s = static_cast<std::size_t>(slot);
         Node* n = nodes[s];
