@@ -19,8 +19,9 @@ std::string graph_to_string(const Tensor& root);
 
 // The graph as a tree in the manner of Theano's debugprint: one line per node, indented by its
 // depth below the root, with its id, op, type and shape, name, and what it is: `view` (reads
-// another node's values through an index map), `data` (a leaf holding values), `computed` (an
-// evaluated node), `watched` (a gradient variable). A node met again is not expanded again:
+// another node's values through an index map), `data` (a leaf holding values), `constant`,
+// `placeholder` (a symbolic input), `computed` (an evaluated node), `watched` (a gradient
+// variable). A node met again is not expanded again:
 // its line says `(above)`. Roots that share nodes print them once.
 //   %0 add f32[2,3] "y"
 //    |%1 exp f32[2,3]

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kiln/tensor.hpp"
@@ -41,6 +42,13 @@ Tensor uniform(Shape shape, std::uint64_t seed);
 Tensor uniform(Shape shape, std::uint64_t seed, DType dtype);
 Tensor uniform(Shape shape);
 Tensor uniform(Shape shape, DType dtype);
+// A symbolic input (Theano's variable without owner): graphs can be built over it, with shape and
+// type errors at build time, and printed or inspected; evaluating a graph that reads it is an
+// error naming it (invalid_select). Its nodes are never evaluated as they are built.
+Tensor placeholder(Shape shape, DType dtype = DType::f32, std::string name = {});
+// A leaf holding the values of `values` (evaluated now), marked as a constant in the graph and in
+// its prints: values the graph's optimisation may take as known.
+Tensor constant(const Tensor& values);
 // Of the shape of `like`, in its dtype unless one is named (libtorch's *_like).
 Tensor zeros_like(const Tensor& like);
 Tensor zeros_like(const Tensor& like, DType dtype);

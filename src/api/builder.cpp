@@ -75,8 +75,13 @@ thread_local int auto_evaluation_pauses __attribute__((tls_model("initial-exec")
 // Computes the node's depth and wraps it in a handle; the caller holds a GraphReadLock.
 Tensor finish(NodePtr node) {
   std::uint32_t depth = 0;
-  for (const auto& in : node->inputs) depth = std::max(depth, has_values(*in) ? 0u : in->depth);
+  bool symbolic = node->op == Op::store && node->attrs.store_kind == StoreKind::placeholder;
+  for (const auto& in : node->inputs) {
+    depth = std::max(depth, has_values(*in) ? 0u : in->depth);
+    symbolic = symbolic || in->symbolic;
+  }
   node->depth = depth + 1;
+  node->symbolic = symbolic;
   node->in_gradient_context = gradient_context_active();
   return Tensor(std::move(node));
 }
@@ -88,7 +93,7 @@ Tensor auto_evaluated(Tensor t) {
   Node& n = *t.node();
   const bool too_deep = n.depth > kAutoEvaluateDepth && !n.in_gradient_context;
   const bool eager = in_eager_mode() && !n.is_view() && n.op != Op::store;
-  if ((too_deep || eager) && !auto_evaluation_paused())
+  if ((too_deep || eager) && !n.symbolic && !auto_evaluation_paused())
     evaluate(n);  // and released
   return t;
 }

@@ -63,6 +63,25 @@ Tensor uniform_like(const Tensor& like) {
   return uniform(n->shape, n->dtype);
 }
 
+Tensor placeholder(Shape shape, DType dtype, std::string name) {
+  detail::Attrs attrs;
+  attrs.store_kind = detail::StoreKind::placeholder;
+  Tensor t = detail::make_node(Op::store, dtype, std::move(shape), {}, std::move(attrs));
+  if (!name.empty()) t.set_name(std::move(name));
+  return t;
+}
+
+Tensor constant(const Tensor& values) {
+  const detail::Node& source = *detail::node_of(values, "constant");
+  values.eval();
+  detail::Attrs attrs;
+  attrs.store_kind = detail::StoreKind::constant;
+  auto leaf = std::make_shared<detail::Node>(Op::store, source.dtype, source.shape,
+                                             std::vector<detail::NodePtr>{}, std::move(attrs));
+  detail::set_host_values(*leaf, detail::host_buffer(source));
+  return Tensor(std::move(leaf));
+}
+
 Tensor arange(std::int64_t n) {
   if (n < 0) detail::fail(ErrorCode::illegal_dimension, "arange", "negative length " + std::to_string(n));
   Tensor t = detail::make_node(Op::store, DType::i64, {n}, {});

@@ -77,7 +77,12 @@ std::string graph_to_string(const Tensor& root) {
       os << (i ? ", %" : "%") << id[n->inputs[i].get()];
     os << ") " << dtype_name(n->dtype) << shape_to_string(n->shape);
     if (!n->name.empty()) os << " \"" << n->name << '"';
-    if (detail::has_values(*n)) os << " (computed)";
+    if (n->op == detail::Op::store && n->attrs.store_kind == detail::StoreKind::placeholder)
+      os << " (placeholder)";
+    else if (n->op == detail::Op::store && n->attrs.store_kind == detail::StoreKind::constant)
+      os << " (constant)";
+    else if (detail::has_values(*n))
+      os << " (computed)";
     os << '\n';
   }
   return os.str();

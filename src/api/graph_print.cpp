@@ -27,7 +27,12 @@ std::string describe(const Node& n) {
                   shape_to_string(n.shape);
   if (!n.name.empty()) s += " \"" + n.name + "\"";
   if (n.is_view()) s += " view";
-  if (detail::has_values(n)) s += n.op == detail::Op::store ? " data" : " computed";
+  if (n.op == detail::Op::store && n.attrs.store_kind == detail::StoreKind::placeholder)
+    s += " placeholder";
+  else if (n.op == detail::Op::store && n.attrs.store_kind == detail::StoreKind::constant)
+    s += " constant";
+  else if (detail::has_values(n))
+    s += n.op == detail::Op::store ? " data" : " computed";
   if (n.watched.load()) s += " watched";
   return s;
 }

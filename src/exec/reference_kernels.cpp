@@ -253,8 +253,14 @@ void run_reference_kernel(const Node& n, Buffer& out) {
   switch (n.info().kind) {
     case OpKind::source:
       if (n.op == Op::random_uniform) return random_kernel(n, out);
-      // A leaf has no values only when an assign took its memory over; what reads it again is
-      // a graph kept for gradients, built before the update.
+      if (n.op == Op::store && n.attrs.store_kind == StoreKind::placeholder)
+        throw Error(ErrorCode::invalid_select,
+                    "placeholder" + (n.name.empty() ? std::string() : " \"" + n.name + "\"") +
+                        " " + dtype_name(n.dtype) + shape_to_string(n.shape) +
+                        " has no values: a graph that reads it can be built, printed and "
+                        "inspected, not evaluated");
+      // A data leaf has no values only when an assign took its memory over; what reads it
+      // again is a graph kept for gradients, built before the update.
       if (n.op == Op::store)
         throw Error(ErrorCode::illegal_derive,
                     std::string("store ") + dtype_name(n.dtype) + shape_to_string(n.shape) +

@@ -17,6 +17,10 @@ namespace kiln::detail {
 
 struct CustomKernel;
 
+// What a store node (a leaf) is: data (values given or computed), a constant (values that take
+// part in the graph's optimisation), or a placeholder (a symbolic input without values).
+enum class StoreKind : std::uint8_t { data, constant, placeholder };
+
 // Op arguments besides the inputs; each field has one meaning, and each op uses the fields its
 // comment names.
 struct Attrs {
@@ -35,6 +39,7 @@ struct Attrs {
   bool inverse = false;                // broadcast: aligned at the left
   bool drop_negative = false;          // scatter_add: negative indices are dropped
   bool descending = false;             // argsort: largest first
+  StoreKind store_kind = StoreKind::data;  // store
   std::shared_ptr<const CustomKernel> custom;  // custom_map, custom_reduce
 };
 
@@ -59,6 +64,9 @@ struct Node {
   // Autodiff: whether the node was built inside a gradient context, whether it is a marked
   // variable, and the gradient backward() accumulated for it (a leaf, or null).
   bool in_gradient_context = false;
+  // Whether the node reads a placeholder (directly or below): it cannot be evaluated, so it is
+  // never evaluated as it is built (deep graphs, eager mode).
+  bool symbolic = false;
   std::atomic<bool> watched{false};
   NodePtr grad;
 
