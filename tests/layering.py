@@ -27,8 +27,9 @@ BELOW = {
 }
 # Public headers that declare vocabulary only (no Tensor): what graph/ may include.
 VOCABULARY = {"kiln/types.hpp", "kiln/error.hpp", "kiln/gradient_mode.hpp"}
-# The backend interface: what exec/ may include besides the vocabulary.
-BACKEND_INTERFACE = {"kiln/executor.hpp"}
+# The backend interface and the runtime's profiles: what exec/ may include besides the
+# vocabulary.
+BACKEND_INTERFACE = {"kiln/executor.hpp", "kiln/profile.hpp"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Device backends' directories under exec/ (the CPU backend shares host buffers with everyone).
@@ -39,12 +40,8 @@ RESULT_ACCESS = re.compile(r"->result\b")
 # Outside the C API (whose CNode has a `result` member of its own), `.result` is Node's too.
 RESULT_MEMBER = re.compile(r"\.result\b")
 FRONT_END = {"api", "autodiff", "capi", "data", "nn"}
-# Files allowed to touch Node::result, with the reason.
-RESULT_EXCEPTIONS = {
-    # offer_buffer steers the memory plan's in-place updates (Node::overwrite) until an explicit
-    # assign op replaces it.
-    os.path.join("nn", "optim.cpp"),
-}
+# Files allowed to touch Node::result, with the reason (none today).
+RESULT_EXCEPTIONS = set()
 
 
 def layer_of(path, src):
