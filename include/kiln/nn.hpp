@@ -18,6 +18,7 @@
 // same slots, so the module computes with the values the optimiser stored last.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/composite_ops.hpp"
 #include "kiln/losses.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/tensor.hpp"
@@ -406,6 +408,39 @@ class AvgPool2d : public Module {
 
  private:
   std::int64_t kernel_, stride_, padding_;
+};
+
+// Average pooling to a fixed output size whatever the input's (PyTorch's AdaptiveAvgPool2d):
+// [N, C, H, W] -> [N, C, H', W'] (see kiln::adaptive_avg_pool2d). A classifier's head after
+// convolutions of any input size: AdaptiveAvgPool2d(1) then Flatten.
+class AdaptiveAvgPool2d : public Module {
+ public:
+  explicit AdaptiveAvgPool2d(std::int64_t output_size);  // square
+  explicit AdaptiveAvgPool2d(std::array<std::int64_t, 2> output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+
+ private:
+  std::array<std::int64_t, 2> size_;
+};
+
+// Resizes the last two dimensions of [N, C, H, W] (PyTorch's Upsample, through
+// kiln::interpolate): to a fixed size, or by a scale factor (the output size is
+// floor(H * scale), floor(W * scale)).
+struct UpsampleOptions {
+  std::array<std::int64_t, 2> size{0, 0};  // {0, 0}: from scale_factor
+  double scale_factor = 0;                 // used when size is {0, 0}
+  InterpolateMode mode = InterpolateMode::nearest;
+  bool align_corners = false;              // bilinear only
+};
+class Upsample : public Module {
+ public:
+  explicit Upsample(UpsampleOptions options);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+
+ private:
+  UpsampleOptions options_;
 };
 
 // ---- losses ---------------------------------------------------------------------------------------

@@ -92,5 +92,10 @@ Tensor max_pool2d(const Tensor& input, std::array<std::int64_t, 2> kernel,
                   Pool2dOptions options = {});
 Tensor avg_pool2d(const Tensor& input, std::array<std::int64_t, 2> kernel,
                   Pool2dOptions options = {});
+// PyTorch's adaptive average pooling over [N, C, H, W] (or [C, H, W]) of a float tensor, to
+// output_size {H', W'}: output row i averages input rows floor(i H / H') to ceil((i + 1) H / H')
+// - 1 (windows overlap where H' does not divide H), and likewise for columns. Where H' divides H
+// and W' divides W it is avg_pool2d with kernel and stride H / H', W / W'.
+Tensor adaptive_avg_pool2d(const Tensor& input, std::array<std::int64_t, 2> output_size);
 
 }  // namespace kiln

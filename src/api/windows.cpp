@@ -368,4 +368,45 @@ Tensor avg_pool2d(const Tensor& input, std::array<std::int64_t, 2> kernel, Pool2
   return input.rank() == 3 ? squeeze(out, 0) : out;
 }
 
+namespace {
+
+// The [out, in] matrix whose row i averages the inputs of adaptive window i.
+Tensor adaptive_weights(std::int64_t in, std::int64_t out, DType dtype) {
+  std::vector<double> w(static_cast<std::size_t>(in * out), 0.0);
+  for (std::int64_t i = 0; i < out; ++i) {
+    const std::int64_t start = i * in / out;
+    const std::int64_t stop = ((i + 1) * in + out - 1) / out;
+    for (std::int64_t j = start; j < stop; ++j)
+      w[static_cast<std::size_t>(i * in + j)] = 1.0 / static_cast<double>(stop - start);
+  }
+  return convert(Tensor::from(w, {out, in}), dtype);
+}
+
+}  // namespace
+
+Tensor adaptive_avg_pool2d(const Tensor& input, std::array<std::int64_t, 2> output_size) {
+  const Tensor x = batched("adaptive_avg_pool2d", input);
+  if (!is_float(x.dtype()))
+    detail::fail(ErrorCode::wrong_type, "adaptive_avg_pool2d",
+                 std::string("needs a float input, got ") + dtype_name(x.dtype()));
+  const std::int64_t h = x.size(2), w = x.size(3);
+  const auto [oh, ow] = output_size;
+  if (oh < 1 || ow < 1)
+    detail::fail(ErrorCode::illegal_dimension, "adaptive_avg_pool2d",
+                 "output size {" + std::to_string(oh) + ", " + std::to_string(ow) +
+                     "} must be positive, for input " + shape_to_string(input.shape()));
+  if (h == 0 || w == 0)
+    detail::fail(ErrorCode::illegal_dimension, "adaptive_avg_pool2d",
+                 "input " + shape_to_string(input.shape()) + " has no rows or columns to average");
+  Tensor out;
+  if (h % oh == 0 && w % ow == 0) {
+    out = avg_pool2d(x, {h / oh, w / ow});
+  } else {
+    // Overlapping windows of different sizes: one averaging matrix per axis.
+    out = matmul(matmul(adaptive_weights(h, oh, x.dtype()), x),
+                 transpose(adaptive_weights(w, ow, x.dtype()), 0, 1));
+  }
+  return input.rank() == 3 ? squeeze(out, 0) : out;
+}
+
 }  // namespace kiln

@@ -131,8 +131,9 @@ std::vector<KernelStats> Profile::kernels() const {
   double total = 0;
   for (const KernelStats& k : out) total += k.seconds;
   for (KernelStats& k : out) k.share = total > 0 ? k.seconds / total : 0;
-  std::stable_sort(out.begin(), out.end(),
-                   [](const KernelStats& a, const KernelStats& b) { return a.seconds > b.seconds; });
+  std::stable_sort(out.begin(), out.end(), [](const KernelStats& a, const KernelStats& b) {
+    return a.seconds > b.seconds;
+  });
   return out;
 }
 
@@ -162,7 +163,8 @@ std::string Profile::table() const {
                 "us/call", "GB/s", "GFLOP/s", "backend", "kernel  [reads from memory because]");
   out += line;
   for (const KernelStats& k : rows) {
-    std::string kernel = k.kind + " " + k.op + " " + dtype_name(k.dtype) + shape_to_string(k.shape);
+    std::string kernel =
+        k.kind + " " + k.op + " " + dtype_name(k.dtype) + shape_to_string(k.shape);
     if (!k.fused.empty()) {
       kernel += " (";
       for (std::size_t i = 0; i < k.fused.size(); ++i) kernel += (i ? " " : "") + k.fused[i];

@@ -1,4 +1,6 @@
-// Activation modules, normalisation (LayerNorm, GroupNorm), Embedding and AvgPool2d.
+// Activation modules, normalisation (LayerNorm, GroupNorm), Embedding, pooling (AvgPool2d,
+// AdaptiveAvgPool2d) and Upsample.
+#include <cmath>
 #include <sstream>
 
 #include "kiln/activations.hpp"
@@ -133,6 +135,62 @@ Tensor AvgPool2d::forward(const Tensor& x) {
 std::string AvgPool2d::describe() const {
   return "AvgPool2d(" + std::to_string(kernel_) + "x" + std::to_string(kernel_) + ", stride " +
          std::to_string(stride_) + ", padding " + std::to_string(padding_) + ")";
+}
+
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(std::int64_t output_size)
+    : AdaptiveAvgPool2d(std::array<std::int64_t, 2>{output_size, output_size}) {}
+
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(std::array<std::int64_t, 2> output_size)
+    : size_(output_size) {
+  require_positive("AdaptiveAvgPool2d", "output height", size_[0]);
+  require_positive("AdaptiveAvgPool2d", "output width", size_[1]);
+}
+
+Tensor AdaptiveAvgPool2d::forward(const Tensor& x) { return adaptive_avg_pool2d(x, size_); }
+
+std::string AdaptiveAvgPool2d::describe() const {
+  return "AdaptiveAvgPool2d(" + std::to_string(size_[0]) + "x" + std::to_string(size_[1]) + ")";
+}
+
+Upsample::Upsample(UpsampleOptions options) : options_(options) {
+  const bool by_size = options.size[0] != 0 || options.size[1] != 0;
+  if (by_size) {
+    require_positive("Upsample", "output height", options.size[0]);
+    require_positive("Upsample", "output width", options.size[1]);
+  } else {
+    require(options.scale_factor > 0 && std::isfinite(options.scale_factor),
+            ErrorCode::invalid_select,
+            "nn::Upsample: needs an output size or a positive scale factor");
+  }
+  require(!options.align_corners || options.mode == InterpolateMode::bilinear,
+          ErrorCode::invalid_select, "nn::Upsample: align_corners is for bilinear mode only");
+}
+
+Tensor Upsample::forward(const Tensor& x) {
+  if (!x.defined() || x.rank() != 4)
+    throw Error(ErrorCode::illegal_dimensionality,
+                "nn::Upsample: needs an input [N, C, H, W], got " +
+                    (x.defined() ? shape_to_string(x.shape()) : std::string("<empty>")));
+  Shape size{options_.size[0], options_.size[1]};
+  if (size[0] == 0) {
+    auto scaled = [&](std::int64_t n) {
+      return static_cast<std::int64_t>(std::floor(static_cast<double>(n) * options_.scale_factor));
+    };
+    size = {scaled(x.size(2)), scaled(x.size(3))};
+    if (size[0] < 1 || size[1] < 1)
+      throw Error(ErrorCode::illegal_dimension,
+                  "nn::Upsample: scale factor " + std::to_string(options_.scale_factor) +
+                      " leaves no rows or columns of input " + shape_to_string(x.shape()));
+  }
+  return interpolate(x, size, options_.mode, options_.align_corners);
+}
+
+std::string Upsample::describe() const {
+  const std::string mode = options_.mode == InterpolateMode::nearest ? "nearest" : "bilinear";
+  if (options_.size[0] != 0)
+    return "Upsample(" + std::to_string(options_.size[0]) + "x" + std::to_string(options_.size[1]) +
+           ", " + mode + ")";
+  return "Upsample(scale " + std::to_string(options_.scale_factor) + ", " + mode + ")";
 }
 
 }  // namespace kiln::nn
