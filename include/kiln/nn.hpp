@@ -83,9 +83,12 @@ class Parameter {
 
  private:
   friend class Optimizer;
-  // Holds an optimiser's pending update (unevaluated) in place of the value, so that the old
-  // value has no handle left and the update may take its memory over.
+  friend class Module;
+  // Holds a pending update (unevaluated) in place of the value, so that the old value has no
+  // handle left and the update may take its memory over.
   void hold(const Tensor& pending) const;
+  // A slot for a module's buffer: never trained, never a gradient variable.
+  static Parameter buffer(std::string name, const Tensor& value);
 
   struct Slot;
   std::shared_ptr<Slot> slot_;
@@ -116,6 +119,10 @@ class Module {
   std::vector<std::pair<std::string, Parameter>> named_parameters() const;
   std::vector<Parameter> parameters() const;
   std::int64_t num_parameters() const;  // total number of elements
+  // State that is not trained (BatchNorm's running statistics), named like the parameters. It
+  // is saved and loaded with them (save writes the parameters, then the buffers) and is never
+  // given to an optimiser.
+  std::vector<std::pair<std::string, Parameter>> named_buffers() const;
   // Training mode (the default) or evaluation mode, for this module and all its children.
   void train(bool on = true);
   void eval() { train(false); }
@@ -133,6 +140,10 @@ class Module {
 
  protected:
   Parameter register_parameter(std::string name, const Tensor& value);
+  Parameter register_buffer(std::string name, const Tensor& value);
+  // Replaces a buffer's value by `fresh` (built outside gradient contexts, lazily): it is
+  // computed with the next evaluation, in place of the old value where nothing else reads that.
+  void update_buffer(const Parameter& buffer, const Tensor& fresh);
   void register_module(std::string name, std::shared_ptr<Module> module);
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
     return children_;
@@ -142,6 +153,7 @@ class Module {
   void summary_lines(const std::string& prefix, std::string& out) const;
 
   std::vector<std::pair<std::string, Parameter>> parameters_;
+  std::vector<std::pair<std::string, Parameter>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };
@@ -380,6 +392,56 @@ class GroupNorm : public Module {
   std::int64_t groups_, channels_;
   double eps_;
   Parameter weight_, bias_;
+};
+
+// Batch normalisation over the channels (dimension 1), PyTorch's BatchNorm1d / BatchNorm2d. In
+// training mode each channel is normalised with the batch's mean and (biased) variance over every
+// other dimension, and the running statistics (buffers running_mean, zeros, and running_var,
+// ones) move towards the batch's mean and unbiased variance by `momentum`; they are computed with
+// the next evaluation (a training step's), in place. In evaluation mode the running statistics
+// normalise instead (the batch's own where none are tracked). weight (ones) and bias (zeros) are
+// trained when `affine`. momentum is in [0, 1] (PyTorch's cumulative average, momentum None, is
+// not offered). A batch with one value per channel cannot be normalised in training mode
+// (invalid_select, as in PyTorch).
+struct BatchNormOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;
+  bool affine = true;
+  bool track_running_stats = true;
+};
+class BatchNorm : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+  void reset_parameters() override;    // weight 1, bias 0
+  void reset_running_stats();           // mean 0, variance 1
+  const Parameter& weight() const { return weight_; }
+  const Parameter& bias() const { return bias_; }
+  const Parameter& running_mean() const { return running_mean_; }  // undefined untracked
+  const Parameter& running_var() const { return running_var_; }
+  std::int64_t num_features() const { return features_; }
+
+ protected:
+  // `ranks`: the input ranks the subclass takes ([N, C] and [N, C, L]; [N, C, H, W]).
+  BatchNorm(const char* name, std::vector<std::int64_t> ranks, std::int64_t num_features,
+            BatchNormOptions options);
+
+ private:
+  const char* name_;
+  std::vector<std::int64_t> ranks_;
+  std::int64_t features_;
+  BatchNormOptions options_;
+  Parameter weight_, bias_, running_mean_, running_var_;
+};
+// Over [N, C] or [N, C, L].
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(std::int64_t num_features, BatchNormOptions options = {});
+};
+// Over [N, C, H, W].
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(std::int64_t num_features, BatchNormOptions options = {});
 };
 
 // A table of num_embeddings vectors of size dim (weight [num, dim], drawn from N(0, 1) as in
@@ -672,8 +734,8 @@ class Adagrad : public Optimizer {
 // File format (all integers little-endian):
 //   magic    8 bytes  "KILNPARM"
 //   version  u32      1
-//   count    u32      number of parameters
-//   per parameter, in named_parameters() order:
+//   count    u32      number of parameters and buffers
+//   per parameter, in named_parameters() order, then per buffer in named_buffers() order:
 //     name_length u32, name (UTF-8, no terminator)
 //     dtype u32 (kiln::DType: 0 i32, 1 i64, 2 f32, 3 f64), rank u32, dims i64[rank]
 //     data (product of dims) * size of dtype bytes, row-major

@@ -1,6 +1,7 @@
 // The one entry point from the front end into execution.
 #pragma once
 
+#include <memory>
 #include <span>
 
 namespace kiln {
@@ -14,4 +15,8 @@ void evaluate(Node& node);
 void evaluate(std::span<Node* const> nodes);
 // The same with a given executor.
 void evaluate(std::span<Node* const> nodes, Executor& executor);
+// Computes `node` with the next evaluation of any graph (so that it shares that evaluation's
+// kernels: a module's running statistics come from the training step's pass), unless something
+// reads it first. Symbolic nodes are never computed.
+void evaluate_later(std::shared_ptr<Node> node);
 }  // namespace kiln::detail

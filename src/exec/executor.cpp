@@ -113,10 +113,42 @@ namespace {
 // holding its values, releasing the graph below it (Flint's fOptimizeMemory, which its C++ API
 // applies after every execution): `x = x + y; x.eval();` in a loop then keeps one node alive,
 // not a chain. Inline in both entry points: a tiny evaluation's cost is mostly such calls.
-inline void evaluate_with(std::span<Node* const> nodes, Executor& executor) {
+// Nodes to compute with the next evaluation (evaluate_later).
+struct Deferred {
+  std::mutex mutex;
+  std::vector<NodePtr> nodes;
+  std::atomic<bool> any{false};
+};
+Deferred& deferred() {
+  static Deferred instance;
+  return instance;
+}
+
+// The targets with the deferred nodes that still need computing added; `keep` holds those.
+std::span<Node* const> with_deferred(std::span<Node* const> nodes, std::vector<NodePtr>& keep,
+                                     std::vector<Node*>& all) {
+  Deferred& d = deferred();
+  {
+    std::lock_guard lock(d.mutex);
+    keep.swap(d.nodes);
+    d.any.store(false, std::memory_order_relaxed);
+  }
+  all.assign(nodes.begin(), nodes.end());
+  for (const NodePtr& n : keep)
+    if (!n->result) all.push_back(n.get());
+  return all;
+}
+
+inline void evaluate_with(std::span<Node* const> targets, Executor& executor) {
   // Results are cached in shared nodes, so evaluations are serialised, and nobody builds on or
   // walks the nodes while they change.
   GraphWriteLock lock;
+  std::vector<NodePtr> keep;
+  std::vector<Node*> all;
+  // A deferred node that fails with this evaluation is dropped: it is still computed when read.
+  const std::span<Node* const> nodes =
+      deferred().any.load(std::memory_order_relaxed) ? with_deferred(targets, keep, all)
+                                                     : targets;
   executor.execute(nodes);
   for (Node* n : nodes) {
     if (!n->result || n->in_gradient_context || n->watched.load()) continue;
@@ -128,6 +160,14 @@ inline void evaluate_with(std::span<Node* const> nodes, Executor& executor) {
 }
 
 }  // namespace
+
+void evaluate_later(std::shared_ptr<Node> node) {
+  if (node == nullptr || node->result || node->symbolic) return;
+  Deferred& d = deferred();
+  std::lock_guard lock(d.mutex);
+  d.nodes.push_back(std::move(node));
+  d.any.store(true, std::memory_order_relaxed);
+}
 
 void evaluate(std::span<Node* const> nodes) { evaluate_with(nodes, executor_for_evaluation()); }
 

@@ -20,5 +20,7 @@ void stop_gradient_context() {
   if (context_depth > 0) --context_depth;
 }
 bool detail::gradient_context_active() { return context_depth > 0; }
+detail::GradientContextPause::GradientContextPause() : saved_(context_depth) { context_depth = 0; }
+detail::GradientContextPause::~GradientContextPause() { context_depth = saved_; }
 
 }  // namespace kiln

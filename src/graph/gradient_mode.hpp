@@ -8,4 +8,17 @@ namespace kiln::detail {
 // fStartGradientContext).
 bool gradient_context_active();
 
+// While one lives, this thread builds outside any gradient context (a module's running
+// statistics are state, not part of the graph that gradients flow through).
+class GradientContextPause {
+ public:
+  GradientContextPause();
+  ~GradientContextPause();
+  GradientContextPause(const GradientContextPause&) = delete;
+  GradientContextPause& operator=(const GradientContextPause&) = delete;
+
+ private:
+  int saved_;
+};
+
 }  // namespace kiln::detail

@@ -66,7 +66,16 @@ struct Parameter::Slot {
   std::string name;
   Tensor value;
   bool requires_grad = true;
+  bool buffer = false;  // a module's buffer: not a gradient variable
 };
+
+Parameter Parameter::buffer(std::string name, const Tensor& value) {
+  Parameter p(std::move(name), value);
+  p.slot_->buffer = true;
+  p.slot_->requires_grad = false;
+  p.slot_->value.unwatch();
+  return p;
+}
 
 Parameter::Parameter(std::string name, const Tensor& value) : slot_(std::make_shared<Slot>()) {
   slot_->name = std::move(name);
@@ -109,7 +118,7 @@ void Parameter::set(const Tensor& value) const {
                     (value.defined() ? shape_to_string(value.shape()) : std::string("is empty")));
   Tensor v = value.dtype() == DType::f32 ? value : convert(value, DType::f32);
   if (!is_leaf(v)) v = detach(v);
-  v.watch();
+  if (!slot_->buffer) v.watch();
   slot_->value.zero_grad();
   slot_->value = std::move(v);
 }

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "kiln/nn.hpp"
+#include "exec/evaluate.hpp"
 #include "graph/view.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/random.hpp"
@@ -36,6 +37,28 @@ Parameter Module::register_parameter(std::string name, const Tensor& value) {
   Parameter p(name, value);
   parameters_.emplace_back(std::move(name), p);
   return p;
+}
+
+Parameter Module::register_buffer(std::string name, const Tensor& value) {
+  for (const auto& [n, p] : buffers_)
+    require(n != name, ErrorCode::invalid_select, "nn::Module: buffer '" + name +
+                                                      "' registered twice");
+  Parameter b = Parameter::buffer(name, value);
+  buffers_.emplace_back(std::move(name), b);
+  return b;
+}
+
+void Module::update_buffer(const Parameter& buffer, const Tensor& fresh) {
+  const Tensor next = assign(buffer.value(), fresh);
+  buffer.hold(next);
+  detail::evaluate_later(next.node());
+}
+
+std::vector<std::pair<std::string, Parameter>> Module::named_buffers() const {
+  std::vector<std::pair<std::string, Parameter>> out = buffers_;
+  for (const auto& [name, child] : children_)
+    for (auto& [n, b] : child->named_buffers()) out.emplace_back(name + "." + n, b);
+  return out;
 }
 
 void Module::register_module(std::string name, std::shared_ptr<Module> module) {

@@ -305,10 +305,16 @@ void load(const std::vector<std::pair<std::string, Parameter>>& parameters,
                                                 entries[i].shape));
 }
 
-void save(const Module& module, const std::string& path) {
-  save(module.named_parameters(), path);
+namespace {
+std::vector<std::pair<std::string, Parameter>> state_of(const Module& module) {
+  std::vector<std::pair<std::string, Parameter>> state = module.named_parameters();
+  for (auto& b : module.named_buffers()) state.push_back(std::move(b));
+  return state;
 }
+}  // namespace
 
-void load(Module& module, const std::string& path) { load(module.named_parameters(), path); }
+void save(const Module& module, const std::string& path) { save(state_of(module), path); }
+
+void load(Module& module, const std::string& path) { load(state_of(module), path); }
 
 }  // namespace kiln::nn
