@@ -109,10 +109,6 @@ namespace detail {
 
 namespace {
 
-// Runs the executor, then makes every evaluated node that no gradient can pass through a leaf
-// holding its values, releasing the graph below it (Flint's fOptimizeMemory, which its C++ API
-// applies after every execution): `x = x + y; x.eval();` in a loop then keeps one node alive,
-// not a chain. Inline in both entry points: a tiny evaluation's cost is mostly such calls.
 // Nodes to compute with the next evaluation (evaluate_later).
 struct Deferred {
   std::mutex mutex;
@@ -139,6 +135,10 @@ std::span<Node* const> with_deferred(std::span<Node* const> nodes, std::vector<N
   return all;
 }
 
+// Runs the executor, then makes every evaluated node that no gradient can pass through a leaf
+// holding its values, releasing the graph below it (Flint's fOptimizeMemory, which its C++ API
+// applies after every execution): `x = x + y; x.eval();` in a loop then keeps one node alive,
+// not a chain. Inline in both entry points: a tiny evaluation's cost is mostly such calls.
 inline void evaluate_with(std::span<Node* const> targets, Executor& executor) {
   // Results are cached in shared nodes, so evaluations are serialised, and nobody builds on or
   // walks the nodes while they change.
