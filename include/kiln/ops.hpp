@@ -101,7 +101,9 @@ Tensor not_equal(const Tensor& a, const Tensor& b);
 // refers to `target`, no node outside the evaluation reads it, it is not requested, and its
 // memory is its own (not from_blob) and of the result's type and size. Otherwise the result gets
 // new memory. `w = assign(w, w - lr * g)` updates a weight in place (the old handle is given up);
-// optimisers update parameters and their state this way. The target gives no gradient.
+// optimisers update parameters and their state this way. The target gives no gradient. A graph
+// kept for gradients that needs an overwritten target again fails (illegal_derive) rather than
+// read the new values.
 Tensor assign(const Tensor& target, const Tensor& value);
 // `cond` of any type (non-zero is true); the result has the promoted type of a and b. A Scalar
 // is weak (it takes the tensor's type).
