@@ -6,6 +6,9 @@
 
 #include <vector>
 
+#include "exec/fusion.hpp"
+#include "exec/kernel_ir.hpp"
+#include "exec/schedule_cache.hpp"
 #include "graph/node.hpp"
 #include "kiln/kiln.hpp"
 #include "test_support.hpp"
@@ -135,6 +138,62 @@ TEST(Assign, AKeptGraphThatNeedsTheOverwrittenValuesFailsClearly) {
     EXPECT_EQ(e.code(), ErrorCode::illegal_derive);
     EXPECT_NE(std::string(e.what()).find("updated in place"), std::string::npos) << e.what();
   }
+}
+
+// The steps of the one fused kernel that computes `targets` (loads excluded).
+int fused_steps(std::vector<Tensor> targets) {
+  std::vector<kiln::detail::Node*> nodes;
+  for (const Tensor& t : targets) nodes.push_back(t.node().get());
+  kiln::detail::GraphStructure structure;
+  structure.build(nodes);
+  const auto kernels = kiln::detail::schedule(nodes, {});
+  EXPECT_EQ(kernels.size(), 1u) << kiln::detail::describe(kernels);
+  kiln::detail::KernelIr ir;
+  kiln::detail::lower_kernel(
+      kernels.back().body, kernels.back().stored, structure,
+      [](const kiln::detail::Node&, const kiln::detail::Node*) {
+        return kiln::detail::LoadFacts{};
+      },
+      ir);
+  int steps = 0;
+  for (const auto& ins : ir.code) steps += ins.load < 0;
+  return steps;
+}
+
+TEST(Assign, AnUpdateComputedInTheKernelIsStoredWithoutACopy) {
+  const Tensor w = evaluated({1.f, 2.f, 3.f});
+  const Tensor g = evaluated({4.f, 5.f, 6.f});
+  const Tensor update = w - g * 0.5f;
+  EXPECT_EQ(fused_steps({kiln::assign(w, update)}), 2);  // mul, sub: the sub writes the result
+  // The update wanted as well: its step stores it, and the assign copies it once more.
+  const Tensor next = kiln::assign(w, update);
+  EXPECT_EQ(fused_steps({next, update}), 3);
+  // A value read from memory has no step to take over: the assign copies it.
+  EXPECT_EQ(fused_steps({kiln::assign(w, g)}), 1);
+}
+
+TEST(Assign, FusedIntoLongerChainsGivesTheSameValues) {
+  Tensor w = evaluated({1.f, 2.f, 3.f});
+  const Tensor g = evaluated({4.f, 5.f, 6.f});
+  // The assign read by a later op of the same kernel.
+  EXPECT_EQ((kiln::assign(w, w * 2.0f) + 1.0f).to_vector<float>(), (Vf{3.f, 5.f, 7.f}));
+  // The assign's value read again after the assign.
+  const Tensor doubled = g * 2.0f;
+  EXPECT_EQ((kiln::assign(w, doubled) * doubled).to_vector<float>(), (Vf{64.f, 100.f, 144.f}));
+  // The update and the assign both wanted.
+  const Tensor update = w - g;
+  Tensor next = kiln::assign(w, update);
+  kiln::eval_all({next, update});
+  EXPECT_EQ(next.to_vector<float>(), (Vf{-3.f, -3.f, -3.f}));
+  EXPECT_EQ(update.to_vector<float>(), (Vf{-3.f, -3.f, -3.f}));
+  // Two updates of one kernel, the first's result read by the second (an optimiser's moment
+  // and the parameter computed from it).
+  Tensor m = evaluated({0.f, 1.f, 2.f});
+  const Tensor m_next = kiln::assign(m, m * 0.5f + g);
+  w = kiln::assign(w, w - m_next * 0.25f);
+  kiln::eval_all({w, m_next});
+  EXPECT_EQ(m_next.to_vector<float>(), (Vf{4.f, 5.5f, 7.f}));
+  EXPECT_EQ(w.to_vector<float>(), (Vf{0.f, 0.625f, 1.25f}));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "exec/kernel_ir.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -56,8 +57,43 @@ void lower_kernel(const std::vector<Node*>& body, const std::vector<Node*>& stor
   };
   std::unordered_map<Value, std::pair<int, DType>, ValueHash> live;  // value -> (register, type)
   std::unordered_set<int> constant_registers;
+  std::unordered_map<const Node*, std::size_t> step_of;  // fused node -> its instruction
+  auto release_dead_inputs = [&](const Node* n, std::size_t i) {
+    for (const auto& in : n->inputs) {
+      const Value v = value_of(in);
+      auto it = live.find(v);
+      if (it != live.end() && last_use[v] == i) {
+        if (!constant_registers.count(it->second.first))
+          free_registers.push_back(it->second.first);
+        live.erase(it);
+      }
+    }
+  };
   for (std::size_t i = 0; i < body.size(); ++i) {
     const Node* n = body[i];
+    const auto kept = std::find(stored.begin(), stored.end(), n);
+    // An assign whose value is computed by a step of this kernel, read by nothing else and not
+    // stored itself, is that step's value: the step writes where the assign is stored, and
+    // neither a copy nor a read of the target is left (the optimisers' updates are such).
+    if (n->op == Op::assign) {
+      const Value v = value_of(n->inputs[1]);
+      const auto producer = v.second == nullptr ? step_of.find(v.first) : step_of.end();
+      const auto it = live.find(v);
+      if (producer != step_of.end() && it != live.end() && last_use[v] == i &&
+          value_of(n->inputs[0]) != v && it->second.second == n->dtype &&
+          p->code[producer->second].store < 0 &&
+          // the kernel's own result is the last instruction's
+          (n != body.back() || producer->second + 1 == p->code.size())) {
+        const int value_register = it->second.first;
+        live.erase(it);
+        release_dead_inputs(n, i);
+        if (kept != stored.end())
+          p->code[producer->second].store = static_cast<int>(kept - stored.begin());
+        live[{n, nullptr}] = {value_register, n->dtype};
+        step_of[n] = producer->second;
+        continue;
+      }
+    }
     IrStep s;
     s.op = n->op;
     s.dtype = n->dtype;
@@ -88,22 +124,13 @@ void lower_kernel(const std::vector<Node*>& body, const std::vector<Node*>& stor
     IrInstruction step;
     step.step = std::move(s);
     step.out = allocate();
-    const auto kept = std::find(stored.begin(), stored.end(), n);
     if (kept != stored.end()) step.store = static_cast<int>(kept - stored.begin());
-    // Values whose last reader is this step give their registers back.
-    for (const auto& in : n->inputs) {
-      const Value v = value_of(in);
-      auto it = live.find(v);
-      if (it != live.end() && last_use[v] == i) {
-        if (!constant_registers.count(it->second.first))
-          free_registers.push_back(it->second.first);
-        live.erase(it);
-      }
-    }
+    release_dead_inputs(n, i);  // values whose last reader is this step give their registers back
     live[{n, nullptr}] = {step.out, n->dtype};
+    step_of[n] = p->code.size();
     p->code.push_back(std::move(step));
   }
-  p->result = p->code.back().out;
+  p->result = live.at({body.back(), nullptr}).first;
 }
 
 }  // namespace kiln::detail

@@ -37,13 +37,8 @@ template <class F> void for_each_read(const Node& n, F f) {
 
 }  // namespace
 
-int GraphStructure::slot(const Node* node) const {
-  return node->walk == walk_ ? static_cast<int>(node->slot) : -1;
-}
-
 void GraphStructure::build(std::span<Node* const> targets) {
-  static std::uint64_t walks = 0;  // distinct over all structures, so stamps never collide
-  walk_ = ++walks;
+  slots_.start(nodes_.size());  // a repeated step reaches as many nodes as the last one
   nodes_.clear();
   key_size_ = 0;
   // Depth first, inputs left to right, each node placed after what it reads. A node is stamped
@@ -53,23 +48,23 @@ void GraphStructure::build(std::span<Node* const> targets) {
     auto [n, expanded] = stack_.back();
     stack_.pop_back();
     if (expanded) {
-      n->slot = static_cast<std::uint32_t>(nodes_.size());
+      slots_.put(n, static_cast<std::uint32_t>(nodes_.size()));
       nodes_.push_back(n);
       encode(*n);
       continue;
     }
-    if (n->walk == walk_) continue;
-    n->walk = walk_;
+    if (slots_.reached(n)) continue;
+    slots_.put(n, NodeSlots::unplaced);
     stack_.push_back({n, true});
     const std::size_t first = stack_.size();
     for_each_read(*n, [&](Node* in) {
-      if (in->walk != walk_) stack_.push_back({in, false});
+      if (!slots_.reached(in)) stack_.push_back({in, false});
     });
     std::reverse(stack_.begin() + static_cast<std::ptrdiff_t>(first), stack_.end());
   }
   std::uint64_t* out = append(1 + targets.size());
   *out++ = targets.size();
-  for (Node* t : targets) *out++ = t->slot;
+  for (Node* t : targets) *out++ = static_cast<std::uint64_t>(slots_.find(t));
   hash_ = hash_of(key());
 }
 
@@ -99,7 +94,7 @@ void GraphStructure::encode(const Node& n) {
   if (n.is_view()) {
     const auto& layers = n.view.layers();
     out = append(2);
-    out[0] = n.view_base->slot;
+    out[0] = static_cast<std::uint64_t>(slots_.find(n.view_base.get()));
     out[1] = layers.size();
     for (const ViewLayer& layer : layers) {
       put(layer.shape);
@@ -129,7 +124,7 @@ void GraphStructure::encode(const Node& n) {
     if (!lists[i]->empty()) present |= 1u << i;
   out = append(5 + n.inputs.size());
   *out++ = n.inputs.size();
-  for (const NodePtr& in : n.inputs) *out++ = in->slot;
+  for (const NodePtr& in : n.inputs) *out++ = static_cast<std::uint64_t>(slots_.find(in.get()));
   *out++ = present;
   *out++ = static_cast<std::uint64_t>(a.value.dtype());
   *out++ = scalar_bits(a.value);

@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "exec/fusion.hpp"
+#include "exec/node_slots.hpp"
 
 namespace kiln::detail {
 
 // The part of the graph an evaluation touches, in a canonical order (inputs before the nodes
 // that read them; nodes with results and views without results included), and its structural
-// key. Building it stamps each node with its position (Node::walk, Node::slot), which is valid
-// until the next walk; evaluations are serialised, so walks never overlap.
+// key. The walk keeps each node's position in its own table; the nodes are only read.
 class GraphStructure {
  public:
   void build(std::span<Node* const> targets);
@@ -31,7 +31,7 @@ class GraphStructure {
   std::span<const std::uint64_t> key() const { return {key_.data(), key_size_}; }
   std::uint64_t hash() const { return hash_; }
   // The node's position in nodes(), or -1 when this walk did not reach it.
-  int slot(const Node* node) const;
+  int slot(const Node* node) const { return slots_.find(node); }
 
  private:
   void encode(const Node& n);
@@ -52,7 +52,7 @@ class GraphStructure {
   std::size_t key_size_ = 0;
   std::vector<std::pair<Node*, bool>> stack_;
   std::uint64_t hash_ = 0;
-  std::uint64_t walk_ = 0;
+  NodeSlots slots_;
 };
 
 // What a backend prepares once for a kernel of a cached schedule.

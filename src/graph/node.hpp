@@ -77,11 +77,6 @@ struct Node {
   // that no handle refers to once its last consumer has run.
   std::atomic<int> handles{0};
 
-  // Scratch of the structural walk of an evaluation (GraphStructure): the walk that last reached
-  // this node and the node's position in it. Evaluations are serialised, so walks never overlap.
-  std::uint64_t walk = 0;
-  std::uint32_t slot = 0;
-
   Node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs, Attrs attrs)
       : op(op), dtype(dtype), shape(std::move(shape)), inputs(std::move(inputs)),
         attrs(std::move(attrs)) {}
