@@ -33,6 +33,7 @@ class KilnCase : public Case {
     if (w_.kind == Kind::mlp_step) return mlp_step();
     out_ = build();
     out_.eval();
+    kiln::current_executor()->synchronize();  // a device's queued kernels count too
   }
 
   std::vector<float> result() override { return out_.to_vector<float>(); }
@@ -84,6 +85,7 @@ class KilnCase : public Case {
     std::vector<kiln::Tensor> targets{loss};
     for (std::size_t i = 0; i < params.size(); ++i) targets.push_back(params[i] - grads[i] * 0.01f);
     kiln::eval_all(targets);
+    kiln::current_executor()->synchronize();
     out_ = loss;
     updated_.assign(targets.begin() + 1, targets.end());
   }

@@ -8,7 +8,7 @@ PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-co
           libdnnl-dev libopenblas-dev libsleef-dev libstb-dev zlib1g-dev
           dataset-fashion-mnist
           libeigen3-dev graphviz
-          ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+          ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo
           clang libclang-rt-14-dev libomp-14-dev)
 
 missing=()

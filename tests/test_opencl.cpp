@@ -5,6 +5,7 @@
 // is none (it is then reported as skipped).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "exec/opencl/clblast_matmul.hpp"
 #include "exec/opencl/kernel_cache.hpp"
 #include "graph/node.hpp"
 #include "kiln/executor.hpp"
@@ -118,14 +120,50 @@ TEST(OpenCl, RandomValuesAreTheCpusForTheSameSeed) {
   }
 }
 
-TEST(OpenCl, MatmulIsTheReferencesValues) {
+void expect_close(const Tensor& got, const Tensor& want, double tolerance) {
+  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
+  ASSERT_EQ(g.size(), w.size());
+  for (std::size_t i = 0; i < g.size(); ++i)
+    ASSERT_NEAR(g[i], w[i], tolerance * (1 + std::abs(w[i]))) << "element " << i;
+}
+
+TEST(OpenCl, FloatProductsGoToClblastThroughTheirViews) {
   REQUIRE_OPENCL(gpu);
+  const auto reference = kiln::reference_executor();
   const Tensor a = kiln::uniform({3, 17, 33}, 1) - 0.5f;
+  const Tensor at = kiln::transpose(kiln::uniform({3, 33, 17}, 3) - 0.5f, 1, 2);
   const Tensor b = kiln::transpose(kiln::uniform({3, 29, 33}, 2), 1, 2);
-  const Tensor on_device = kiln::matmul(a, b).eval(*gpu);
-  const Tensor reference = kiln::matmul(a, b).eval(*kiln::reference_executor());
-  // Both sum in double in the same order: the same bits.
-  EXPECT_EQ(on_device.to_vector<float>(), reference.to_vector<float>());
+  const Tensor shared = kiln::uniform({33, 29}, 4);  // one matrix broadcast over the batch
+  // Batch dimensions that do not nest: [2, 1] against [1, 3] broadcasts both ways.
+  const Tensor left = kiln::uniform({2, 1, 5, 7}, 5), right = kiln::uniform({1, 3, 7, 4}, 6);
+  const Tensor a64 = kiln::convert(a, DType::f64), b64 = kiln::convert(b, DType::f64);
+  const std::vector<std::pair<Tensor, Tensor>> products = {
+      {a, b}, {at, b}, {a, shared}, {at, kiln::uniform({3, 33, 29}, 11)},
+      {left, right}, {a64, b64}};
+  for (const auto& [x, y] : products) {
+    const std::uint64_t before = kiln::detail::opencl::clblast_products();
+    const Tensor on_device = kiln::matmul(x, y).eval(*gpu);
+    EXPECT_EQ(kiln::detail::opencl::clblast_products(), before + 1)
+        << kiln::shape_to_string(x.shape()) << " @ " << kiln::shape_to_string(y.shape());
+    expect_close(on_device, kiln::matmul(x, y).eval(*reference), 1e-5);
+  }
+}
+
+TEST(OpenCl, OtherProductsAreTheGeneratedKernelsWithTheReferencesBits) {
+  REQUIRE_OPENCL(gpu);
+  const auto reference = kiln::reference_executor();
+  // Integers, and a view that steps over columns (no leading dimension describes it): the
+  // generated kernel sums in the reference's type and order.
+  const Tensor i = kiln::convert(kiln::uniform({4, 9}, 7) * 100.f, DType::i32);
+  const Tensor j = kiln::convert(kiln::uniform({9, 5}, 8) * 100.f, DType::i32);
+  const Tensor strided = kiln::slice(kiln::uniform({6, 18}, 9), {0, 0}, {6, 18}, {1, 2});
+  const Tensor b = kiln::uniform({9, 4}, 10);
+  const std::uint64_t before = kiln::detail::opencl::clblast_products();
+  EXPECT_EQ(kiln::matmul(i, j).eval(*gpu).to_vector<std::int32_t>(),
+            kiln::matmul(i, j).eval(*reference).to_vector<std::int32_t>());
+  EXPECT_EQ(kiln::matmul(strided, b).eval(*gpu).to_vector<float>(),
+            kiln::matmul(strided, b).eval(*reference).to_vector<float>());
+  EXPECT_EQ(kiln::detail::opencl::clblast_products(), before);
 }
 
 TEST(OpenCl, DeviceOutOfMemoryLeavesTensorsIntact) {

@@ -21,6 +21,9 @@ class Executor {
   // Computes the targets and every node they need that has no result yet. Results of
   // intermediate nodes that no Tensor handle refers to may be released after their last use.
   virtual void execute(std::span<detail::Node* const> targets) = 0;
+  // Waits until every kernel it has queued on its device has finished. Reading values does
+  // this by itself; a timing of device work needs it (the CPU executors never queue).
+  virtual void synchronize() {}
 };
 
 // Plain per-op code, the oracle.

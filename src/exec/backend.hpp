@@ -45,6 +45,9 @@ class Backend {
   virtual std::string setup() const { return {}; }
   // Computes the kernel's root (and its stored nodes) into their `result`s.
   virtual KernelOutcome run(const KernelRun& run) = 0;
+  // Waits until every kernel it queued has finished (backends that run kernels as they are
+  // called have nothing to wait for).
+  virtual void synchronize() {}
 };
 
 }  // namespace kiln::detail

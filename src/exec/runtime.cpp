@@ -34,6 +34,7 @@ class Runtime final : public Executor {
       : backend_(std::move(backend)), cache_(backend_->fusion()) {}
 
   std::string_view name() const override { return backend_->name(); }
+  void synchronize() override { backend_->synchronize(); }
 
   void execute(std::span<Node* const> targets) override {
     if (std::all_of(targets.begin(), targets.end(), [](Node* t) { return t->result != nullptr; }))

@@ -8,6 +8,7 @@
 
 #include "exec/cpu/source.hpp"
 #include "exec/cpu/parallel.hpp"
+#include "exec/matrix_layout.hpp"
 #include "exec/operand.hpp"
 #include "kiln/error.hpp"
 
@@ -15,53 +16,24 @@ namespace kiln::detail::cpu {
 
 namespace {
 
-// One operand as a stack of matrices: element (b, i, j) is at
-// data[offset + sum(batch index * batch stride) + i * row_stride + j * col_stride].
-struct Matrices {
+// One operand as a stack of matrices (matrix_layout.hpp), in its own buffer or a copy.
+struct Matrices : MatrixLayout {
   std::shared_ptr<Buffer> owned;  // a contiguous copy, when the view could not be passed on
   const Buffer* buffer = nullptr;
-  std::int64_t offset = 0;
-  std::vector<std::int64_t> batch_strides;
-  bool transposed = false;  // stored column-major
-  std::int64_t ld = 0;      // BLAS's leading dimension
 };
 
 Matrices describe_operand(const KernelInput& in, const Shape& shape, DType type) {
   Matrices m;
-  const std::size_t rank = shape.size();
-  const Buffer& base = *in.node->result;
-  const ViewMap* view = in.view;
-  const bool plain = view == nullptr || view->is_identity();
-  if (base.dtype() == type && !plain && view->layers().size() == 1 &&
-      view->layers()[0].valid.empty()) {
-    const ViewLayer& l = view->layers()[0];
-    const std::int64_t rows = shape[rank - 2], cols = shape[rank - 1];
-    // The stride of a dimension of size 1 is never used: give it the value BLAS accepts.
-    const std::int64_t rs = rows == 1 ? cols : l.strides[rank - 2];
-    const std::int64_t cs = cols == 1 ? rows : l.strides[rank - 1];
-    // BLAS needs one of the two strides to be 1 and the other to cover a whole row/column.
-    const bool row_major = cs == 1 && rs >= cols;
-    const bool column_major = !row_major && rs == 1 && cs >= rows;
-    if (row_major || column_major) {
-      m.buffer = &base;
-      m.offset = l.offset;
-      m.batch_strides.assign(l.strides.begin(), l.strides.end() - 2);
-      m.transposed = column_major;
-      m.ld = std::max<std::int64_t>(1, column_major ? cs : rs);
-      return m;
-    }
+  if (auto layout = library_layout(in, shape, type)) {
+    static_cast<MatrixLayout&>(m) = std::move(*layout);
+    m.buffer = in.node->result.get();
+    return m;
   }
-  if (base.dtype() != type || !plain) {
-    const Source src(base, view);
-    m.owned = std::make_shared<Buffer>(type, shape_numel(shape));
-    src.read(0, m.owned->numel(), m.owned->data(), type);
-    m.buffer = m.owned.get();
-  } else {
-    m.buffer = &base;
-  }
-  const auto strides = row_major_strides(shape);
-  m.batch_strides.assign(strides.begin(), strides.end() - 2);
-  m.ld = std::max<std::int64_t>(1, shape[rank - 1]);
+  const Source src(*in.node->result, in.view);
+  m.owned = std::make_shared<Buffer>(type, shape_numel(shape));
+  src.read(0, m.owned->numel(), m.owned->data(), type);
+  m.buffer = m.owned.get();
+  static_cast<MatrixLayout&>(m) = row_major_layout(shape);
   return m;
 }
 
@@ -126,13 +98,7 @@ bool matmul_with_library(const Node& root, const KernelInput& a_in, const Kernel
       }
       const auto products = [&](std::int64_t first, std::int64_t end) {
         for (std::int64_t bt = first; bt < end; ++bt) {
-          std::int64_t oa = a.offset, ob = b.offset, rest = bt;
-          for (std::size_t d = batch.size(); d-- > 0;) {
-            const std::int64_t i = rest % batch[d];
-            rest /= batch[d];
-            oa += i * a.batch_strides[d];
-            ob += i * b.batch_strides[d];
-          }
+          const std::int64_t oa = batch_offset(a, batch, bt), ob = batch_offset(b, batch, bt);
           gemm<T>(a.transposed, b.transposed, m, n, k, a.buffer->as<T>() + oa, a.ld,
                   b.buffer->as<T>() + ob, b.ld, c + bt * m * n);
         }

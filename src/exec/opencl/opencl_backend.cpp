@@ -1,15 +1,20 @@
-// The OpenCL backend: each kernel of the runtime's schedule that the renderer has a form for
-// (elementwise chains through views, copies through views, producers fused into reductions)
-// runs as one generated OpenCL C kernel on the device; results stay in device memory until a
-// host reads them. Kernels it has no form for yet go to the runtime's host fallback, which
-// KILN_DEBUG names.
+// The OpenCL backend: matrix products go to CLBlast where it takes them; each other kernel of
+// the runtime's schedule that the renderer has a form for (elementwise chains through views,
+// copies through views, producers fused into reductions) runs as one generated OpenCL C kernel
+// on the device. Results stay in device memory until a host reads them. Kernels it has no form
+// for yet go to the runtime's host fallback, which KILN_DEBUG names.
+#include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include "exec/backend.hpp"
 #include "exec/codegen/render.hpp"
 #include "exec/kernel_ir.hpp"
+#include "exec/matrix_layout.hpp"
+#include "exec/opencl/clblast_matmul.hpp"
 #include "exec/opencl/opencl_device.hpp"
 #include "exec/runtime.hpp"
 #include "graph/node.hpp"
@@ -21,6 +26,12 @@ namespace kiln {
 namespace detail::opencl {
 
 namespace {
+
+// Whether the variable `name` is set to `value` (unset counts as "").
+bool env_is(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return std::string_view(v ? v : "") == value;
+}
 
 struct Prepared final : PreparedKernel {
   RenderedKernel rendered;
@@ -44,8 +55,11 @@ class OpenClBackend final : public Backend {
 
   std::string setup() const override { return device_->name() + ", " + device_->driver(); }
 
+  void synchronize() override { device_->finish(); }
+
   KernelOutcome run(const KernelRun& r) override {
     const Kernel& k = r.kernel;
+    if (k.kind == Kernel::Kind::matmul && library_matmul(r)) return KernelOutcome::ran;
     if (!can_render(k)) return KernelOutcome::unsupported;
     const Prepared& p = prepare(r);
     const RenderedKernel& rk = p.rendered;
@@ -57,42 +71,69 @@ class OpenClBackend final : public Backend {
       inputs.push_back(on_device(*r.structure.nodes()[static_cast<std::size_t>(slot)]->result));
     std::vector<Node*> outputs{k.root};
     outputs.insert(outputs.end(), k.stored.begin(), k.stored.end());
-    std::vector<std::shared_ptr<Buffer>> results(outputs.size());
-    std::vector<std::shared_ptr<ClMemory>> memories(outputs.size());
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
-      const Node& n = *outputs[i];
-      const std::size_t bytes = device_->bytes_of(n.dtype, n.numel());
-      const std::shared_ptr<Buffer>& old = i < r.reuse.size() ? r.reuse[i] : nullptr;
-      if (old) {
-        auto copy = std::static_pointer_cast<ClMemory>(old->copy_on(*device_));
-        if (copy && copy->bytes() >= bytes) {
-          memories[i] = std::move(copy);
-          results[i] = old;
-          continue;
-        }
-      }
-      memories[i] = device_->allocate(bytes);
-    }
-    for (const auto& m : memories) set_buffer(p.kernel, arg++, *m);
+    std::vector<Output> results;
+    results.reserve(outputs.size());
+    for (std::size_t i = 0; i < outputs.size(); ++i) results.push_back(output(r, i, *outputs[i]));
+    for (const Output& o : results) set_buffer(p.kernel, arg++, *o.memory);
     for (const auto& m : inputs) set_buffer(p.kernel, arg++, *m);
     if (rk.seed_of >= 0) {
       const cl_ulong seed = r.structure.nodes()[static_cast<std::size_t>(rk.seed_of)]->attrs.seed;
       check(clSetKernelArg(p.kernel, arg++, sizeof seed, &seed), "clSetKernelArg");
     }
     device_->run(p.kernel, rk.global_size, rk.local_size);
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
-      Node& n = *outputs[i];
-      if (results[i]) {
-        results[i]->overwrite_on_device(memories[i]);
-        n.result = std::move(results[i]);
-      } else {
-        n.result = std::make_shared<Buffer>(n.dtype, n.numel(), std::move(memories[i]));
-      }
-    }
+    for (std::size_t i = 0; i < outputs.size(); ++i) publish(*outputs[i], std::move(results[i]));
     return KernelOutcome::ran;
   }
 
  private:
+  // Where an output's values go: the memory the plan lets it reuse, or new memory.
+  struct Output {
+    std::shared_ptr<ClMemory> memory;
+    std::shared_ptr<Buffer> reused;
+  };
+
+  Output output(const KernelRun& r, std::size_t i, const Node& n) {
+    const std::size_t bytes = device_->bytes_of(n.dtype, n.numel());
+    const std::shared_ptr<Buffer>& old = i < r.reuse.size() ? r.reuse[i] : nullptr;
+    if (old) {
+      auto copy = std::static_pointer_cast<ClMemory>(old->copy_on(*device_));
+      if (copy && copy->bytes() >= bytes) return {std::move(copy), old};
+    }
+    return {device_->allocate(bytes), nullptr};
+  }
+
+  static void publish(Node& n, Output o) {
+    if (o.reused) {
+      o.reused->overwrite_on_device(o.memory);
+      n.result = std::move(o.reused);
+    } else {
+      n.result = std::make_shared<Buffer>(n.dtype, n.numel(), std::move(o.memory));
+    }
+  }
+
+  // A product CLBlast takes runs there; false leaves it to the generated kernel.
+  bool library_matmul(const KernelRun& r) {
+    if (!use_clblast_) return false;
+    const Kernel& k = r.kernel;
+    const Node& root = *k.root;
+    if (!clblast_takes(root, device_->traits().fp64)) return false;
+    auto la = library_layout(k.inputs[0], root.inputs[0]->shape, root.dtype);
+    auto lb = library_layout(k.inputs[1], root.inputs[1]->shape, root.dtype);
+    if (!la || !lb) return false;
+    const auto a = on_device(*k.inputs[0].node->result);
+    const auto b = on_device(*k.inputs[1].node->result);
+    Output out = output(r, 0, root);
+    std::string why;
+    if (!clblast_matmul(*device_, root, {a->handle(), std::move(*la)},
+                        {b->handle(), std::move(*lb)}, out.memory->handle(), why)) {
+      if (debug_) std::cerr << "[kiln] opencl: matmul " << shape_to_string(root.shape) << ": "
+                            << why << "; the generated kernel computes it\n";
+      return false;
+    }
+    publish(*k.root, std::move(out));
+    return true;
+  }
+
   const Prepared& prepare(const KernelRun& r) {
     if (r.plan.prepared) return static_cast<const Prepared&>(*r.plan.prepared);
     const Kernel& k = r.kernel;
@@ -130,6 +171,10 @@ class OpenClBackend final : public Backend {
   }
 
   std::shared_ptr<OpenClDevice> device_;
+  // KILN_OPENCL_BLAS=0 computes products with the generated kernel (to compare, or to avoid
+  // CLBlast's first-use compilation).
+  const bool use_clblast_ = !env_is("KILN_OPENCL_BLAS", "0");
+  const bool debug_ = !env_is("KILN_DEBUG", "") && !env_is("KILN_DEBUG", "0");
 };
 
 }  // namespace

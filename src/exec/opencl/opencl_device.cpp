@@ -316,6 +316,10 @@ void OpenClDevice::run(cl_kernel kernel, std::size_t global, std::size_t local) 
   check(clEnqueueNDRangeKernel(queue_, kernel, 1, nullptr, &global, local ? &local : nullptr, 0,
                                nullptr, nullptr),
         "clEnqueueNDRangeKernel");
+  enqueued();
+}
+
+void OpenClDevice::enqueued() {
   // The host does not wait for kernels; a loop of small evaluations that reads nothing back
   // would queue commands (and the driver's memory for them) without bound. Every so many
   // kernels the host waits for the queue to drain.

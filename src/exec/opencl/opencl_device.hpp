@@ -73,6 +73,10 @@ class OpenClDevice final : public Device, public std::enable_shared_from_this<Op
   // The kernel `entry` of `source`, built once per source (the program cache).
   cl_kernel kernel(const std::string& source, const std::string& entry);
   void run(cl_kernel kernel, std::size_t global, std::size_t local);
+  // The in-order queue, for a library that queues its own kernels (CLBlast); it calls
+  // enqueued() for each call it makes, so that the host still waits every so many commands.
+  cl_command_queue queue() const { return queue_; }
+  void enqueued();
   // Compilations from source so far and the seconds they took, and programs loaded from the
   // disk cache instead (for KILN_DEBUG, benchmarks and tests).
   std::uint64_t builds() const { return builds_; }
