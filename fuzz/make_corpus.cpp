@@ -17,6 +17,7 @@
 #include "flint.h"
 #include "kiln/kiln.hpp"
 #include "kiln/nn.hpp"
+#include "kiln/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
@@ -105,6 +106,26 @@ void nn_corpus() {
     kiln::nn::save(other, tmp.string());
     write("nn_load", "other-model", with_prefix(0, read(tmp)));
   }
+  fs::remove(tmp);
+}
+
+// ---- safetensors: save_safetensors files of the harness's model, another model, every dtype ----
+
+void safetensors_corpus() {
+  const fs::path tmp = root / "safetensors-tmp";
+  kiln::nn::manual_seed(1);
+  kiln::nn::Sequential model(kiln::nn::Linear(3, 4), kiln::nn::ReLU(),
+                             kiln::nn::Linear(4, 2, false));
+  kiln::nn::save_safetensors(model, tmp.string());
+  write("safetensors", "model", with_prefix(1, read(tmp)));
+  write("safetensors", "model-lenient", with_prefix(0, read(tmp)));
+  kiln::save_safetensors(tmp.string(),
+                         {{"i32", kiln::Tensor::from(std::vector<std::int32_t>{1, -2}, {2})},
+                          {"i64", kiln::Tensor::from(std::vector<std::int64_t>{3}, {1, 1})},
+                          {"f64", kiln::Tensor::from(std::vector<double>{0.5}, {})},
+                          {"empty", kiln::zeros({0, 2})}},
+                         {{"format", "pt"}});
+  write("safetensors", "dtypes", with_prefix(0, read(tmp)));
   fs::remove(tmp);
 }
 
@@ -223,6 +244,7 @@ int main(int argc, char** argv) {
   idx_corpus();
   image_corpus();
   graph_corpus();
+  safetensors_corpus();
   flintCleanup();
   std::printf("corpus written to %s\n", root.c_str());
   return 0;

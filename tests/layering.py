@@ -7,7 +7,8 @@ object files define them). Usage: layering.py SOURCE_DIR OBJECT_FILE...
     exec       the runtime and the backends (reference, cpu, opencl)
     api        the C++ front end
     autodiff   gradients, built with the front end's ops
-    data, nn   datasets; layers, optimisers, training
+    data       datasets, file formats
+    nn         layers, optimisers, training, model files
     capi       the Flint C API over all of them
 """
 import collections
@@ -22,7 +23,7 @@ BELOW = {
     "api": {"graph", "exec"},
     "autodiff": {"graph", "exec", "api"},
     "data": {"graph", "exec", "api"},
-    "nn": {"graph", "exec", "api", "autodiff"},
+    "nn": {"graph", "exec", "api", "autodiff", "data"},
     "capi": {"graph", "exec", "api", "autodiff", "data", "nn"},
 }
 # Public headers that declare vocabulary only (no Tensor): what graph/ may include.

@@ -15,6 +15,7 @@
 #include "kiln/ops.hpp"
 #include "kiln/profile.hpp"
 #include "kiln/random.hpp"
+#include "kiln/safetensors.hpp"
 #include "kiln/tensor.hpp"
 #include "kiln/tensor_index.hpp"
 #include "kiln/types.hpp"

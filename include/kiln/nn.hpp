@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -753,6 +754,30 @@ void save(const std::vector<std::pair<std::string, Parameter>>& parameters,
           const std::string& path);
 void load(const std::vector<std::pair<std::string, Parameter>>& parameters,
           const std::string& path);
+
+// ---- safetensors ----------------------------------------------------------------------------------
+// A module's parameters then buffers as a safetensors file (kiln/safetensors.hpp), by the names
+// named_parameters() and named_buffers() give: PyTorch's state_dict names, with PyTorch's
+// layouts (Linear's weight is [out, in], convolutions' [out, in, kh, kw]), so a file written by
+// `safetensors.torch.save_file(model.state_dict(), path)` loads into the kiln model of the same
+// architecture, and the other way round.
+void save_safetensors(const Module& module, const std::string& path);
+
+struct SafetensorsLoadOptions {
+  // Every tensor of the file must be used (PyTorch's strict=True). Off, the file's other
+  // tensors are ignored (such as PyTorch's BatchNorm num_batches_tracked, which kiln does not
+  // keep); every parameter and buffer of the model must still be in the file.
+  bool strict = true;
+  // The name in the file of the model's tensor `name` (to add or drop a prefix); unset: `name`.
+  std::function<std::string(const std::string& name)> file_name;
+};
+
+// Checks the whole file against the model before changing anything: a damaged file throws
+// io_error, a tensor the model needs that the file lacks (or, strict, one the file has that the
+// model does not) or of another shape throws incompatible_shapes, another dtype wrong_type;
+// each message names the file and the tensor, and the model is left as it was.
+void load_safetensors(Module& module, const std::string& path,
+                      const SafetensorsLoadOptions& options = {});
 
 }  // namespace kiln::nn
 

@@ -15,7 +15,9 @@
 #include <new>
 #include <system_error>
 
+#include "data/whole_files.hpp"
 #include "kiln/nn.hpp"
+#include "nn/module_state.hpp"
 
 namespace kiln::nn {
 
@@ -47,115 +49,6 @@ std::uint32_t crc_of(const char* data, std::size_t n) {
 
 [[noreturn]] void io_fail(const std::string& path, const std::string& what) {
   throw Error(ErrorCode::io_error, "nn::load: " + path + ": " + what);
-}
-
-[[noreturn]] void save_fail(const std::string& path, const std::string& what, int error) {
-  throw Error(ErrorCode::io_error,
-              "nn::save: " + path + ": " + what + " (" + std::strerror(error) + ")");
-}
-
-// Writes all of `bytes` to `fd`; false with errno set on failure.
-bool write_all(int fd, const char* bytes, std::size_t n) {
-  while (n > 0) {
-    const ssize_t done = ::write(fd, bytes, std::min<std::size_t>(n, std::size_t{1} << 30));
-    if (done < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    bytes += done;
-    n -= static_cast<std::size_t>(done);
-  }
-  return true;
-}
-
-// Writes `bytes` to `path`, checking every step. A regular file (or a new one) is replaced
-// atomically: the bytes go to a temporary file beside it, which reaches the disk before it is
-// renamed over the old one, so a failed save leaves the previous file whole. Anything else (a
-// device, a pipe) is written in place, since renaming over it would replace the device node.
-void write_file(const std::string& path, const std::vector<char>& bytes) {
-  struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (exists && !S_ISREG(st.st_mode)) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (fd < 0) save_fail(path, "cannot open for writing", errno);
-    const bool written = write_all(fd, bytes.data(), bytes.size());
-    const int error = errno;
-    if (::close(fd) != 0 && written) save_fail(path, "closing failed", errno);
-    if (!written) save_fail(path, "writing failed", error);
-    return;
-  }
-  // Through a symbolic link the file it points to is replaced, and the link stays.
-  std::string target = path;
-  if (exists) {
-    std::error_code ec;
-    const std::filesystem::path resolved = std::filesystem::canonical(path, ec);
-    if (!ec) target = resolved.string();
-  }
-  static std::atomic<unsigned> counter{0};
-  std::string temp;
-  int fd = -1;
-  for (int attempt = 0; fd < 0; ++attempt) {
-    temp = target + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && (errno != EEXIST || attempt == 100))
-      save_fail(path, "cannot create a temporary file beside it", errno);
-  }
-  auto abandon = [&](const char* what, int error) {
-    ::close(fd);
-    ::unlink(temp.c_str());
-    save_fail(path, what, error);
-  };
-  if (exists && ::fchmod(fd, st.st_mode & 07777) != 0)
-    abandon("cannot keep the file's permissions", errno);
-  if (!write_all(fd, bytes.data(), bytes.size())) abandon("writing failed", errno);
-  if (::fsync(fd) != 0) abandon("writing failed", errno);
-  if (::close(fd) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    save_fail(path, "writing failed", error);
-  }
-  if (::rename(temp.c_str(), target.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    save_fail(path, "cannot replace the file", error);
-  }
-}
-
-// The whole of a regular file; a directory or device has no size that could bound the read.
-std::vector<char> read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw Error(ErrorCode::io_error, "nn::load: cannot open " + path + ": " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) io_fail(path, std::string("cannot query (") + std::strerror(errno) + ")");
-  if (S_ISDIR(st.st_mode)) io_fail(path, "is a directory, not a parameter file");
-  if (!S_ISREG(st.st_mode)) io_fail(path, "not a regular file");
-  std::vector<char> bytes;
-  try {
-    bytes.resize(static_cast<std::size_t>(st.st_size));
-  } catch (const std::bad_alloc&) {
-    io_fail(path, "not enough memory to read its " + std::to_string(st.st_size) + " bytes");
-  }
-  auto read_some = [&](char* dst, std::size_t n) {
-    while (true) {
-      const ssize_t got = ::read(fd, dst, n);
-      if (got >= 0) return static_cast<std::size_t>(got);
-      if (errno != EINTR) io_fail(path, std::string("read error (") + std::strerror(errno) + ")");
-    }
-  };
-  for (std::size_t have = 0; have < bytes.size();) {
-    const std::size_t got =
-        read_some(bytes.data() + have, std::min<std::size_t>(bytes.size() - have, 1u << 30));
-    if (got == 0) io_fail(path, "the file shrank while being read");
-    have += got;
-  }
-  char extra;
-  if (read_some(&extra, 1) != 0) io_fail(path, "the file grew while being read");
-  return bytes;
 }
 
 // Reads from a byte range, failing with a message naming the file when it runs out.
@@ -192,9 +85,6 @@ struct Entry {
   const char* data;
 };
 
-std::string describe(DType t, const Shape& s) { return std::string(dtype_name(t)) + " " +
-                                                       shape_to_string(s); }
-
 }  // namespace
 
 void save(const std::vector<std::pair<std::string, Parameter>>& parameters,
@@ -218,12 +108,12 @@ void save(const std::vector<std::pair<std::string, Parameter>>& parameters,
   }
   put<std::uint32_t>(out, crc_of(out.data(), out.size()));
 
-  write_file(path, out);
+  detail::write_file_atomically(path, out, "nn::save");
 }
 
 void load(const std::vector<std::pair<std::string, Parameter>>& parameters,
           const std::string& path) {
-  const std::vector<char> bytes = read_file(path);
+  const std::vector<char> bytes = detail::read_whole_file(path, "nn::load");
   constexpr std::size_t kHeader = sizeof kMagic + 8;
   if (bytes.size() < kHeader + 4 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     io_fail(path, "not a kiln parameter file (bad magic or too short)");
@@ -297,24 +187,21 @@ void load(const std::vector<std::pair<std::string, Parameter>>& parameters,
       mismatch("parameter " + std::to_string(i) + " is '" + e.name + "' in the file, '" + name +
                "' in the model");
     if (e.dtype != v.dtype() || e.shape != v.shape())
-      mismatch("parameter '" + name + "' is " + describe(e.dtype, e.shape) +
-               " in the file, " + describe(v.dtype(), v.shape()) + " in the model");
+      mismatch("parameter '" + name + "' is " + model_files::describe(e.dtype, e.shape) +
+               " in the file, " + model_files::describe(v.dtype(), v.shape()) +
+               " in the model");
   }
   for (std::size_t i = 0; i < entries.size(); ++i)
     parameters[i].second.set(Tensor::from_bytes(entries[i].data, entries[i].dtype,
                                                 entries[i].shape));
 }
 
-namespace {
-std::vector<std::pair<std::string, Parameter>> state_of(const Module& module) {
-  std::vector<std::pair<std::string, Parameter>> state = module.named_parameters();
-  for (auto& b : module.named_buffers()) state.push_back(std::move(b));
-  return state;
+void save(const Module& module, const std::string& path) {
+  save(model_files::state_of(module), path);
 }
-}  // namespace
 
-void save(const Module& module, const std::string& path) { save(state_of(module), path); }
-
-void load(Module& module, const std::string& path) { load(state_of(module), path); }
+void load(Module& module, const std::string& path) {
+  load(model_files::state_of(module), path);
+}
 
 }  // namespace kiln::nn
