@@ -566,7 +566,25 @@ class Optimizer {
   void set_gradient_clipping(GradientClipping clipping);
   const GradientClipping& gradient_clipping() const { return clipping_; }
 
+  // Everything later steps depend on besides the parameters, as named tensors (for checkpoints):
+  // "steps" and the optimiser's counters (i64 scalars, e.g. Adam's "t"), "lr" (f64 scalar), and
+  // per parameter i that has taken a step its state "<i>.<name>" with PyTorch's names (SGD's
+  // "momentum_buffer", Adam's "exp_avg" and "exp_avg_sq", ...), f32 of the parameter's shape.
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  // Restores what state_dict() gave, exactly. The whole of `state` is checked first (a name
+  // this optimiser does not have, a missing counter, another shape or dtype: incompatible_shapes
+  // or wrong_type, naming the entry); on error nothing changes.
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
+
  protected:
+  // The optimiser's own state, for state_dict(): per-parameter tensor lists (one entry per
+  // parameter, undefined before its first step) and counters, by name.
+  struct StateSlots {
+    std::vector<std::pair<std::string, std::vector<Tensor>*>> tensors;
+    std::vector<std::pair<std::string, std::int64_t*>> counters;
+  };
+  virtual StateSlots state_slots() { return {}; }
+
   // The new value of parameter i from its value and gradient (both f32, lazily built), adding
   // the new state tensors (lazy) to `state_out` in a fixed order. A new state tensor built as
   // assign(old, new) (and read as such by the update) can be updated in place. commit_state
@@ -608,6 +626,7 @@ class SGD : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  StateSlots state_slots() override { return {{{"momentum_buffer", &momentum_}}, {}}; }
 
  private:
   SGDOptions options_;
@@ -636,6 +655,9 @@ class Adam : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  StateSlots state_slots() override {
+    return {{{"exp_avg", &m_}, {"exp_avg_sq", &v_}}, {{"t", &t_}}};
+  }
   void begin_step() override { ++t_; }
 
  private:
@@ -665,6 +687,9 @@ class AdamW : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  StateSlots state_slots() override {
+    return {{{"exp_avg", &m_}, {"exp_avg_sq", &v_}}, {{"t", &t_}}};
+  }
   void begin_step() override { ++t_; }
 
  private:
@@ -696,6 +721,12 @@ class RMSprop : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  StateSlots state_slots() override {
+    return {{{"square_avg", &square_avg_},
+             {"grad_avg", &grad_avg_},
+             {"momentum_buffer", &momentum_}},
+            {}};
+  }
 
  private:
   RMSpropOptions options_;
@@ -723,6 +754,7 @@ class Adagrad : public Optimizer {
   Tensor update(std::size_t i, const Tensor& value, const Tensor& grad,
                 std::vector<Tensor>& state_out) override;
   void commit_state(std::size_t i, std::vector<Tensor> state) override;
+  StateSlots state_slots() override { return {{{"sum", &sum_}}, {{"t", &t_}}}; }
   void begin_step() override { ++t_; }
 
  private:
@@ -778,6 +810,14 @@ struct SafetensorsLoadOptions {
 // each message names the file and the tensor, and the model is left as it was.
 void load_safetensors(Module& module, const std::string& path,
                       const SafetensorsLoadOptions& options = {});
+
+// A training checkpoint in one safetensors file: the module's parameters and buffers as
+// "model.<name>" and the optimiser's state_dict() as "optimizer.<name>". Loading restores both
+// exactly, so training resumes as if it had not stopped (the random generator is not part of
+// it: reseed with nn::manual_seed where the steps draw random values). Everything is checked
+// before anything changes, with the errors of load_safetensors and Optimizer::load_state_dict.
+void save_checkpoint(const Module& module, const Optimizer& optimizer, const std::string& path);
+void load_checkpoint(Module& module, Optimizer& optimizer, const std::string& path);
 
 }  // namespace kiln::nn
 

@@ -96,7 +96,7 @@ class Parser {
       expect(':');
       skip_space();
       Json member = value(depth + 1);
-      v.object.emplace_back(std::move(key), std::move(member));
+      v.object.push_back({std::move(key), std::move(member)});
       skip_space();
     } while (take(','));
     expect('}');

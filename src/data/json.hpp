@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace kiln::detail {
@@ -23,10 +22,16 @@ struct Json {
   std::int64_t integer = 0;
   std::string string;
   std::vector<Json> array;
-  std::vector<std::pair<std::string, Json>> object;  // in the order of the text
+  struct Member;
+  std::vector<Member> object;  // in the order of the text
 
   // The member named `key`, or null.
   const Json* find(std::string_view key) const;
+};
+
+struct Json::Member {
+  std::string key;
+  Json value;
 };
 
 // Why a text is not JSON; what() gives the reason and the byte position.
