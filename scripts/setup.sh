@@ -3,11 +3,12 @@
 # package is already installed it does nothing (and does not touch apt).
 set -euo pipefail
 
-# graphviz: the tests parse kiln::to_dot's output with dot.
+# graphviz: the tests parse kiln::to_dot's output with dot; python3-numpy: a test reads kiln's
+# .npy files with numpy.load.
 PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config
           libdnnl-dev libopenblas-dev libsleef-dev libstb-dev zlib1g-dev
           dataset-fashion-mnist
-          libeigen3-dev graphviz
+          libeigen3-dev graphviz python3-numpy
           ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo
           clang libclang-rt-14-dev libomp-14-dev)
 
