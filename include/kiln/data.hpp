@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/tensor.hpp"
@@ -47,6 +48,28 @@ Tensor load_npy(const std::string& path);
 Tensor parse_npy(std::span<const std::byte> bytes, const std::string& source = "npy data");
 void save_npy(const std::string& path, const Tensor& t);
 std::vector<std::byte> serialize_npy(const Tensor& t);
+
+// Numeric CSV files (RFC 4180: fields may be quoted, "" is a quote inside quotes; \n or \r\n
+// line ends; blank lines are skipped).
+struct CsvOptions {
+  char delimiter = ',';
+  // Whether the first row names the columns; when unset, it does if any of its fields is not a
+  // number.
+  enum class Header { automatic, present, absent } header = Header::automatic;
+  DType dtype = DType::f32;  // of the values: f32, f64, i32 or i64
+};
+
+struct CsvTable {
+  std::vector<std::string> columns;  // the header's names, or "0", "1", ... without one
+  Tensor values;                     // [rows, columns]
+};
+
+// A field that is not a number of `dtype` (an empty field is NaN for floats, an error for
+// integers), or a row with another number of fields, is io_error naming the file, the line and
+// the column.
+CsvTable load_csv(const std::string& path, const CsvOptions& options = {});
+CsvTable parse_csv(std::string_view text, const CsvOptions& options = {},
+                   const std::string& source = "CSV text");
 
 struct Dataset {
   Tensor images;  // f32 [N, 1, H, W]
