@@ -1,4 +1,4 @@
-// Frozen parameters (requires_grad false) and ModuleList.
+// Frozen parameters (requires_grad false), ModuleList and ModuleDict.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -76,6 +76,53 @@ TEST(NnFreezing, FrozenParametersStayAsTheyAre) {
     sgd.step(kiln::sum(kiln::square(model(x))));
   }
   EXPECT_NE(params[0].value().to_vector<float>(), before[0]);
+}
+
+// Two heads chosen by name, as a multi-task model would.
+class Heads : public kiln::nn::Module {
+ public:
+  Heads() {
+    heads_->insert("classify", kiln::nn::Linear(3, 4)).insert("regress", kiln::nn::Linear(3, 1));
+    register_module("heads", heads_);
+  }
+  Tensor forward(const Tensor& x) override { return (*heads_)["regress"](x); }
+  std::string describe() const override { return "Heads"; }
+  kiln::nn::ModuleDict& heads() { return *heads_; }
+
+ private:
+  std::shared_ptr<kiln::nn::ModuleDict> heads_ = std::make_shared<kiln::nn::ModuleDict>();
+};
+
+TEST(NnFreezing, ModuleDictHoldsModulesByName) {
+  kiln::manual_seed(3);
+  Heads model;
+  const auto named = model.named_parameters();
+  ASSERT_EQ(named.size(), 4u);
+  EXPECT_EQ(named[0].first, "heads.classify.weight");
+  EXPECT_EQ(named[3].first, "heads.regress.bias");
+  EXPECT_EQ(model.heads().keys(), (std::vector<std::string>{"classify", "regress"}));
+  EXPECT_TRUE(model.heads().contains("classify"));
+  EXPECT_FALSE(model.heads().contains("segment"));
+  EXPECT_EQ(model(kiln::ones({5, 3})).shape(), (kiln::Shape{5, 1}));
+  EXPECT_EQ(model.heads()["classify"](kiln::ones({5, 3})).shape(), (kiln::Shape{5, 4}));
+  try {
+    (void)model.heads()["segment"];
+    ADD_FAILURE() << "an absent name was found";
+  } catch (const kiln::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_select);
+    EXPECT_NE(std::string(e.what()).find("'segment' (it has 'classify', 'regress')"),
+              std::string::npos)
+        << e.what();
+  }
+  // Names keep parameter paths unique.
+  EXPECT_EQ(code_of([&] { model.heads().insert("classify", kiln::nn::Linear(1, 1)); }),
+            ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { model.heads().insert("a.b", kiln::nn::Linear(1, 1)); }),
+            ErrorCode::invalid_select);
+  EXPECT_EQ(code_of([&] { model.heads().insert("", kiln::nn::Linear(1, 1)); }),
+            ErrorCode::invalid_select);
+  EXPECT_EQ(model.heads().size(), 2u);
+  EXPECT_EQ(code_of([&] { (void)model.heads()(kiln::ones({1, 3})); }), ErrorCode::invalid_select);
 }
 
 }  // namespace

@@ -320,6 +320,28 @@ class ModuleList : public Module {
   std::string describe() const override { return "ModuleList"; }
 };
 
+// Holds modules by name (children in insertion order) for a forward() written by hand, as
+// torch::nn::ModuleDict: parameters are named "<name>.<parameter>". Names are non-empty, have no
+// '.', and are distinct (invalid_select otherwise). Calling the dict itself is an error.
+class ModuleDict : public Module {
+ public:
+  ModuleDict() = default;
+  template <class M>
+    requires std::is_base_of_v<Module, std::decay_t<M>>
+  ModuleDict& insert(std::string name, M&& module) {
+    return insert(std::move(name), std::shared_ptr<Module>(std::make_shared<std::decay_t<M>>(
+                                       std::forward<M>(module))));
+  }
+  ModuleDict& insert(std::string name, std::shared_ptr<Module> module);
+  bool contains(const std::string& name) const;
+  // The module of that name; invalid_select naming it and the names there are.
+  Module& operator[](const std::string& name) const;
+  std::vector<std::string> keys() const;
+  std::size_t size() const { return children().size(); }
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override { return "ModuleDict"; }
+};
+
 // ---- activations as modules -----------------------------------------------------------------------
 class GELU : public Module {
  public:

@@ -64,6 +64,13 @@ std::vector<std::pair<std::string, Parameter>> Module::named_buffers() const {
 void Module::register_module(std::string name, std::shared_ptr<Module> module) {
   require(module != nullptr, ErrorCode::invalid_select,
           "nn::Module: null module '" + name + "'");
+  // Parameter names are paths of module names joined by '.': a name must keep them unique.
+  require(!name.empty() && name.find('.') == std::string::npos, ErrorCode::invalid_select,
+          "nn::Module: a child module's name must be non-empty and without '.', got '" + name +
+              "'");
+  for (const auto& [n, child] : children_)
+    require(n != name, ErrorCode::invalid_select,
+            "nn::Module: child module '" + name + "' registered twice");
   module->train(training_);
   children_.emplace_back(std::move(name), std::move(module));
 }
@@ -396,6 +403,39 @@ Module& ModuleList::operator[](std::size_t i) const {
 Tensor ModuleList::forward(const Tensor&) {
   throw Error(ErrorCode::invalid_select,
               "nn::ModuleList has no forward of its own: call its modules from the owner's");
+}
+
+ModuleDict& ModuleDict::insert(std::string name, std::shared_ptr<Module> module) {
+  require(module != nullptr, ErrorCode::invalid_select,
+          "nn::ModuleDict: null module '" + name + "'");
+  register_module(std::move(name), std::move(module));
+  return *this;
+}
+
+bool ModuleDict::contains(const std::string& name) const {
+  for (const auto& [n, child] : children())
+    if (n == name) return true;
+  return false;
+}
+
+Module& ModuleDict::operator[](const std::string& name) const {
+  for (const auto& [n, child] : children())
+    if (n == name) return *child;
+  std::string names;
+  for (const auto& [n, child] : children()) names += (names.empty() ? "'" : ", '") + n + "'";
+  throw Error(ErrorCode::invalid_select, "nn::ModuleDict: no module named '" + name + "' (it has " +
+                                             (names.empty() ? "none" : names) + ")");
+}
+
+std::vector<std::string> ModuleDict::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [n, child] : children()) out.push_back(n);
+  return out;
+}
+
+Tensor ModuleDict::forward(const Tensor&) {
+  throw Error(ErrorCode::invalid_select,
+              "nn::ModuleDict has no forward of its own: call its modules from the owner's");
 }
 
 }  // namespace kiln::nn
