@@ -5,6 +5,8 @@
 //
 // Input: byte 0's low bit chooses whether the model is loaded strictly; the rest is the file
 // (fuzz/corpus/safetensors/ holds save_safetensors output of this model and others).
+#include "kiln/safetensors.hpp"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -15,7 +17,6 @@
 #include "kiln/error.hpp"
 #include "kiln/kiln.hpp"
 #include "kiln/nn.hpp"
-#include "kiln/safetensors.hpp"
 
 namespace nn = kiln::nn;
 

@@ -14,7 +14,7 @@ ROOT=$PWD
 source scripts/common.sh
 
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-ALL_HARNESSES=(fdeserialize nn_load read_idx load_image graph safetensors npy csv)
+ALL_HARNESSES=(fdeserialize nn_load read_idx load_image graph safetensors npy npz csv)
 if [ $# -gt 0 ]; then HARNESSES=("$@"); else HARNESSES=("${ALL_HARNESSES[@]}"); fi
 
 if ! command -v clang++ >/dev/null 2>&1; then

@@ -1,13 +1,13 @@
 // Numeric CSV: headers found or given, quoting, line ends, empty fields, every value dtype, and
 // clear errors naming the line and column.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "kiln/data.hpp"
@@ -19,7 +19,8 @@ using kiln::DType;
 using kiln::ErrorCode;
 namespace data = kiln::data;
 
-template <class F> kiln::Error error_of(F f) {
+template <class F>
+kiln::Error error_of(F f) {
   try {
     f();
   } catch (const kiln::Error& e) {
@@ -48,9 +49,8 @@ TEST(Csv, NoHeaderOtherDelimitersAndTypes) {
   EXPECT_EQ(t.values.dtype(), DType::i64);
   EXPECT_EQ(t.values.to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 2, 3, 4}));
   // A header of numbers, given as one.
-  const data::CsvTable h =
-      data::parse_csv("10,20\n1.5,2.5\n", {.header = data::CsvOptions::Header::present,
-                                           .dtype = DType::f64});
+  const data::CsvTable h = data::parse_csv(
+      "10,20\n1.5,2.5\n", {.header = data::CsvOptions::Header::present, .dtype = DType::f64});
   EXPECT_EQ(h.columns, (std::vector<std::string>{"10", "20"}));
   EXPECT_EQ(h.values.to_vector<double>(), (std::vector<double>{1.5, 2.5}));
   // Only a header: no rows.
@@ -69,8 +69,7 @@ TEST(Csv, ErrorsNameTheLineAndColumn) {
     EXPECT_NE(std::string(bad.what()).find(w), std::string::npos) << w << " in " << bad.what();
   std::ofstream(path) << "x,y\n1,2\n3\n";
   const kiln::Error ragged = error_of([&] { (void)data::load_csv(path); });
-  EXPECT_NE(std::string(ragged.what()).find("line 3 has 1 fields, the header 2"),
-            std::string::npos)
+  EXPECT_NE(std::string(ragged.what()).find("line 3 has 1 fields, the header 2"), std::string::npos)
       << ragged.what();
   std::remove(path.c_str());
   EXPECT_EQ(error_of([] { (void)data::parse_csv("1,2\n3,\n", {.dtype = DType::i32}); }).code(),

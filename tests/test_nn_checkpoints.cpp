@@ -2,6 +2,7 @@
 // loading into a fresh model and optimiser and training M more gives the same bits as N + M
 // steps straight, for every optimiser. Mismatched checkpoints change nothing.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -9,7 +10,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "kiln/kiln.hpp"
@@ -89,11 +89,12 @@ TEST(NnCheckpoint, ResumingIsExactForEveryOptimiser) {
   const std::vector<std::pair<std::string, MakeOptimizer>> optimisers = {
       {"SGD momentum nesterov",
        [](auto p) {
-         return std::make_unique<nn::SGD>(p, nn::SGDOptions{.lr = 0.1, .momentum = 0.9,
-                                                            .weight_decay = 1e-3, .nesterov = true});
+         return std::make_unique<nn::SGD>(
+             p, nn::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true});
        }},
       {"Adam", [](auto p) { return std::make_unique<nn::Adam>(p, nn::AdamOptions{.lr = 1e-2}); }},
-      {"AdamW", [](auto p) { return std::make_unique<nn::AdamW>(p, nn::AdamWOptions{.lr = 1e-2}); }},
+      {"AdamW",
+       [](auto p) { return std::make_unique<nn::AdamW>(p, nn::AdamWOptions{.lr = 1e-2}); }},
       {"RMSprop centered momentum",
        [](auto p) {
          return std::make_unique<nn::RMSprop>(

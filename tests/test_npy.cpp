@@ -1,16 +1,18 @@
-// NumPy .npy files: files numpy.save wrote (every dtype kiln reads, both byte orders, Fortran
-// order, scalars and empty arrays) load with their values converted exactly; kiln's own files
-// round-trip and numpy reads them (checked where Debian's python3-numpy is installed); damaged
-// files and dtypes kiln lacks are clear errors naming the file.
+// NumPy .npy and .npz files: files numpy.save, numpy.savez and numpy.savez_compressed wrote (every
+// dtype kiln reads, both byte orders, Fortran order, scalars and empty arrays) load with their
+// values converted exactly; kiln's own files round-trip and numpy reads them (checked where
+// Debian's python3-numpy is installed); damaged files and dtypes kiln lacks are clear errors naming
+// the file.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "kiln/data.hpp"
@@ -36,7 +38,8 @@ struct TempFile {
   ~TempFile() { std::remove(path.c_str()); }
 };
 
-template <class F> kiln::Error error_of(F f) {
+template <class F>
+kiln::Error error_of(F f) {
   try {
     f();
   } catch (const kiln::Error& e) {
@@ -116,7 +119,8 @@ TEST(Npy, DamagedFilesAreClearErrors) {
   TempFile f("damaged.npy");
   const std::vector<char> good = [&] {
     std::ifstream in(kData + "/f4_2x3.npy", std::ios::binary);
-    return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return std::vector<char>((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   }();
   auto error_for = [&](const std::vector<char>& bytes) {
     std::ofstream(f.path, std::ios::binary | std::ios::trunc)
@@ -148,12 +152,96 @@ TEST(Npy, DamagedFilesAreClearErrors) {
   };
   expect(error_for(with_header("{'descr': '<f4', 'shape': (2, 3), }")), ErrorCode::io_error,
          "lacks");
-  expect(error_for(with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 99999999999999999999), }")),
+  expect(error_for(with_header(
+             "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 99999999999999999999), }")),
          ErrorCode::io_error, "too large");
-  expect(error_for(with_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }")),
-         ErrorCode::wrong_type, "structured");
+  expect(
+      error_for(with_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }")),
+      ErrorCode::wrong_type, "structured");
   expect(error_for(with_header("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2, 3), }")),
          ErrorCode::io_error, "True or False");
+}
+
+void expect_fixture_arrays(const std::vector<std::pair<std::string, Tensor>>& arrays) {
+  ASSERT_EQ(arrays.size(), 2u);
+  EXPECT_EQ(arrays[0].first, "weights");
+  EXPECT_EQ(arrays[0].second.shape(), (kiln::Shape{3, 4}));
+  EXPECT_EQ(arrays[0].second.to_vector<float>()[11], 11.f);
+  EXPECT_EQ(arrays[1].first, "labels");
+  EXPECT_EQ(arrays[1].second.dtype(), DType::i64);
+  EXPECT_EQ(arrays[1].second.to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 1, 2}));
+}
+
+TEST(Npz, ArchivesNumpyWroteLoad) {
+  expect_fixture_arrays(data::load_npz(kData + "/stored.npz"));      // ZIP64 local headers
+  expect_fixture_arrays(data::load_npz(kData + "/compressed.npz"));  // deflated
+}
+
+TEST(Npz, KilnsArchivesRoundTripAndNumpyReadsThem) {
+  TempFile f("roundtrip.npz");
+  const std::vector<std::pair<std::string, Tensor>> arrays = {
+      {"x", Tensor::from(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3})},
+      {"y", Tensor::from(std::vector<std::int32_t>{-1}, {})},
+      {"z", kiln::zeros({0})}};
+  for (const bool compressed : {false, true}) {
+    data::save_npz(f.path, arrays, compressed);
+    const auto back = data::load_npz(f.path);
+    ASSERT_EQ(back.size(), arrays.size());
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+      EXPECT_EQ(back[i].first, arrays[i].first);
+      EXPECT_EQ(back[i].second.shape(), arrays[i].second.shape());
+      EXPECT_EQ(back[i].second.to_vector<double>(), arrays[i].second.to_vector<double>());
+    }
+    if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) continue;
+    const std::string check = "/usr/bin/python3 -c \"import numpy as np, sys; a = np.load('" +
+                              f.path +
+                              "'); sys.exit(0 if sorted(a.files) == ['x', 'y', 'z'] and "
+                              "a['x'][1, 2] == 6 and a['y'] == -1 else 1)\"";
+    EXPECT_EQ(std::system(check.c_str()), 0)
+        << "numpy.load disagreed (compressed " << compressed << ")";
+  }
+  EXPECT_EQ(error_of([&] {
+              data::save_npz(f.path, {{"a", kiln::ones({1})}, {"a", kiln::ones({1})}});
+            }).code(),
+            ErrorCode::invalid_select);
+}
+
+TEST(Npz, DamagedArchivesAreClearErrors) {
+  const std::vector<char> good = [&] {
+    std::ifstream in(kData + "/compressed.npz", std::ios::binary);
+    return std::vector<char>((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  }();
+  auto error_for = [&](const std::vector<char>& bytes) {
+    return error_of([&] {
+      (void)data::parse_npz(std::as_bytes(std::span(bytes.data(), bytes.size())), "test.npz");
+    });
+  };
+  auto expect = [&](const kiln::Error& e, const std::string& words) {
+    EXPECT_EQ(e.code(), ErrorCode::io_error) << e.what();
+    EXPECT_NE(std::string(e.what()).find("test.npz"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  };
+  ASSERT_EQ(error_for(good).code(), ErrorCode::none);
+  expect(error_for({'P', 'K'}), "too short");
+  expect(error_for(std::vector<char>(100, 'x')), "no ZIP end record");
+  // A flipped byte inside the first entry's deflated data: inflating or the CRC-32 fails.
+  std::vector<char> flipped = good;
+  flipped[80] = static_cast<char>(flipped[80] ^ 0x55);
+  expect(error_for(flipped), "weights.npy");
+  // The archive cut short: the directory points past the end.
+  std::vector<char> cut(good.begin(), good.end() - 30);
+  EXPECT_EQ(error_for(cut).code(), ErrorCode::io_error);
+  // A ZIP of something else.
+  TempFile f("other.npz");
+  const std::string zip = "/usr/bin/python3 -c \"import zipfile; z = zipfile.ZipFile('" + f.path +
+                          "', 'w'); z.writestr('notes.txt', 'hi'); z.close()\"";
+  ASSERT_EQ(std::system(zip.c_str()), 0) << "python3's zipfile could not write " << f.path;
+  const kiln::Error other = error_of([&] { (void)data::load_npz(f.path); });
+  EXPECT_EQ(other.code(), ErrorCode::io_error);
+  EXPECT_NE(std::string(other.what()).find(f.path + ": entry 'notes.txt' is not an .npy file"),
+            std::string::npos)
+      << other.what();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // loads into the kiln model of the same architecture and gives PyTorch's outputs, and damaged or
 // mismatched files fail with the file and the tensor named, leaving the model as it was.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -9,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "kiln/kiln.hpp"
@@ -36,8 +36,8 @@ struct TempFile {
 };
 
 void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(),
-                                                                 static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // A file of `header` (JSON) and `data` bytes.
@@ -48,7 +48,8 @@ std::string file_of(const std::string& header, const std::string& data) {
   return out + header + data;
 }
 
-template <class F> kiln::Error error_of(F f) {
+template <class F>
+kiln::Error error_of(F f) {
   try {
     f();
   } catch (const kiln::Error& e) {
@@ -103,10 +104,11 @@ TEST(Safetensors, EveryKilnDtypeRoundTripsWithItsMetadata) {
   in.read(reinterpret_cast<char*>(&header), 8);
   EXPECT_EQ(header % 8, 0u);
   // Names must be distinct and not the metadata's.
-  expect_error(error_of([&] { kiln::save_safetensors(f.path, {{"a", kiln::ones({1})}, {"a", kiln::ones({1})}}); }),
+  expect_error(error_of([&] {
+                 kiln::save_safetensors(f.path, {{"a", kiln::ones({1})}, {"a", kiln::ones({1})}});
+               }),
                ErrorCode::invalid_select, {"'a'", "twice"});
-  expect_error(error_of([&] { (void)loaded.at("absent"); }), ErrorCode::invalid_select,
-               {"absent"});
+  expect_error(error_of([&] { (void)loaded.at("absent"); }), ErrorCode::invalid_select, {"absent"});
 }
 
 TEST(Safetensors, APyTorchModelLoadsAndGivesPyTorchsOutputs) {
@@ -214,13 +216,15 @@ TEST(Safetensors, DamagedFilesAreClearErrors) {
                ErrorCode::io_error, {"'a'", "non-negative"});
   // A shape whose element count overflows 64 bits.
   expect_error(
-      load_error(file_of(R"({"a":{"dtype":"F64","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})",
-                         four_floats.substr(8))),
+      load_error(file_of(
+          R"({"a":{"dtype":"F64","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})",
+          four_floats.substr(8))),
       ErrorCode::io_error, {"'a'", "needs"});
   expect_error(load_error(file_of(std::string(40, '[') + std::string(40, ']'), "")),
                ErrorCode::io_error, {"not a JSON object"});
-  expect_error(load_error(file_of("{\"a\":" + std::string(40, '[') + std::string(40, ']') + "}", "")),
-               ErrorCode::io_error, {"nested deeper"});
+  expect_error(
+      load_error(file_of("{\"a\":" + std::string(40, '[') + std::string(40, ']') + "}", "")),
+      ErrorCode::io_error, {"nested deeper"});
   expect_error(error_of([&] { (void)kiln::load_safetensors(kData); }), ErrorCode::io_error,
                {"is a directory"});
 }

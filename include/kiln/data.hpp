@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kiln/tensor.hpp"
@@ -48,6 +49,19 @@ Tensor load_npy(const std::string& path);
 Tensor parse_npy(std::span<const std::byte> bytes, const std::string& source = "npy data");
 void save_npy(const std::string& path, const Tensor& t);
 std::vector<std::byte> serialize_npy(const Tensor& t);
+
+// NumPy's .npz archives (numpy.savez, numpy.savez_compressed): a ZIP archive of .npy files, one
+// per array, named "<key>.npy". Loading gives the arrays in the archive's order, read as
+// load_npy reads them; stored and deflated entries and ZIP64 are read, every size and CRC-32 is
+// checked, and entries that overlap (a zip bomb) are refused. An entry that is not an .npy file,
+// two of the same key, or a damaged archive is io_error naming the file and the entry.
+std::vector<std::pair<std::string, Tensor>> load_npz(const std::string& path);
+std::vector<std::pair<std::string, Tensor>> parse_npz(std::span<const std::byte> bytes,
+                                                      const std::string& source = "npz data");
+// Writes the arrays (keys distinct, not empty) as numpy.savez does, or deflated as
+// numpy.savez_compressed does when `compressed`; the file is replaced atomically.
+void save_npz(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& arrays,
+              bool compressed = false);
 
 // Numeric CSV files (RFC 4180: fields may be quoted, "" is a quote inside quotes; \n or \r\n
 // line ends; blank lines are skipped).

@@ -20,7 +20,7 @@
 namespace kiln {
 
 struct Safetensors {
-  std::vector<std::pair<std::string, Tensor>> tensors;  // in the order of their bytes
+  std::vector<std::pair<std::string, Tensor>> tensors;        // in the order of their bytes
   std::vector<std::pair<std::string, std::string>> metadata;  // the header's "__metadata__"
 
   // The tensor named `name`; kiln::Error(invalid_select) naming it when there is none.

@@ -74,7 +74,8 @@ std::string_view trimmed(std::string_view s) {
 }
 
 // The field as a T, or false.
-template <class T> bool number(std::string_view field, T& out) {
+template <class T>
+bool number(std::string_view field, T& out) {
   std::string_view s = trimmed(field);
   if constexpr (std::is_floating_point_v<T>) {
     if (s.empty()) {
@@ -110,12 +111,11 @@ CsvTable parse_csv(std::string_view text, const CsvOptions& options, const std::
       if (!is_number(f)) header = true;
   std::size_t first = 0;
   if (header) {
-    if (rows.empty())
-      throw Error(ErrorCode::io_error, "load_csv: " + source + ": no header row");
+    if (rows.empty()) throw Error(ErrorCode::io_error, "load_csv: " + source + ": no header row");
     for (const std::string& f : rows.front().fields) table.columns.emplace_back(trimmed(f));
     first = 1;
   }
-  const std::size_t width = header ? table.columns.size()
+  const std::size_t width = header         ? table.columns.size()
                             : rows.empty() ? 0
                                            : rows.front().fields.size();
   if (!header)
@@ -127,25 +127,24 @@ CsvTable parse_csv(std::string_view text, const CsvOptions& options, const std::
     for (std::size_t r = first; r < rows.size(); ++r) {
       const Row& row = rows[r];
       if (row.fields.size() != width)
-        throw Error(ErrorCode::io_error, "load_csv: " + source + ": line " +
-                                             std::to_string(row.line) + " has " +
-                                             std::to_string(row.fields.size()) + " fields, " +
-                                             (header ? "the header" : "the first row") + " " +
-                                             std::to_string(width));
+        throw Error(ErrorCode::io_error,
+                    "load_csv: " + source + ": line " + std::to_string(row.line) + " has " +
+                        std::to_string(row.fields.size()) + " fields, " +
+                        (header ? "the header" : "the first row") + " " + std::to_string(width));
       for (std::size_t c = 0; c < width; ++c) {
         T v{};
         if (!number(row.fields[c], v))
           throw Error(ErrorCode::io_error,
-                      "load_csv: " + source + ": line " + std::to_string(row.line) +
-                          ", column " + std::to_string(c + 1) + " ('" + table.columns[c] +
-                          "'): '" + row.fields[c] + "' is not " +
+                      "load_csv: " + source + ": line " + std::to_string(row.line) + ", column " +
+                          std::to_string(c + 1) + " ('" + table.columns[c] + "'): '" +
+                          row.fields[c] + "' is not " +
                           (std::is_floating_point_v<T> ? "a number" : "an integer") + " of " +
                           dtype_name(options.dtype));
         values.push_back(v);
       }
     }
-    table.values = Tensor::from(values, {static_cast<std::int64_t>(count),
-                                         static_cast<std::int64_t>(width)});
+    table.values =
+        Tensor::from(values, {static_cast<std::int64_t>(count), static_cast<std::int64_t>(width)});
   };
   switch (options.dtype) {
     case DType::f32: fill.operator()<float>(); break;

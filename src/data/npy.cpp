@@ -45,8 +45,8 @@ class HeaderParser {
       expect(':');
       if (key == "descr") {
         if (!peek('\'') && !peek('"'))
-          throw Error(ErrorCode::wrong_type, "load_npy: " + source_ +
-                                                 ": a structured dtype, which kiln does not read");
+          throw Error(ErrorCode::wrong_type,
+                      "load_npy: " + source_ + ": a structured dtype, which kiln does not read");
         h.descr = string();
         h.has_descr = true;
       } else if (key == "fortran_order") {
@@ -119,7 +119,8 @@ class HeaderParser {
       std::int64_t v = 0;
       while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
         const int digit = text_[pos_++] - '0';
-        if (v > (std::numeric_limits<std::int64_t>::max() - digit) / 10) fail("dimension too large");
+        if (v > (std::numeric_limits<std::int64_t>::max() - digit) / 10)
+          fail("dimension too large");
         v = v * 10 + digit;
       }
       if (pos_ == start) fail("expected a dimension");
@@ -187,15 +188,18 @@ float half_to_float(std::uint16_t h) {
   const int exponent = (h >> 10) & 0x1F;
   const int mantissa = h & 0x3FF;
   float v;
-  if (exponent == 0) v = std::ldexp(static_cast<float>(mantissa), -24);
-  else if (exponent == 31) v = mantissa ? std::numeric_limits<float>::quiet_NaN()
-                                        : std::numeric_limits<float>::infinity();
-  else v = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
+  if (exponent == 0)
+    v = std::ldexp(static_cast<float>(mantissa), -24);
+  else if (exponent == 31)
+    v = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else
+    v = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
   return (h & 0x8000) ? -v : v;
 }
 
 // Value i of the stored values as kiln's type T.
-template <class T> T value_at(const std::byte* data, std::size_t i, const Stored& s) {
+template <class T>
+T value_at(const std::byte* data, std::size_t i, const Stored& s) {
   unsigned char raw[8];
   std::memcpy(raw, data + i * s.size, s.size);
   if (s.swap) std::reverse(raw, raw + s.size);
@@ -204,7 +208,8 @@ template <class T> T value_at(const std::byte* data, std::size_t i, const Stored
   switch (s.kind) {
     case 'f':
       if (s.size == 2) return static_cast<T>(half_to_float(static_cast<std::uint16_t>(bits)));
-      if (s.size == 4) return static_cast<T>(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
+      if (s.size == 4)
+        return static_cast<T>(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
       return static_cast<T>(std::bit_cast<double>(bits));
     case 'i': {
       const unsigned shift = 64 - 8 * static_cast<unsigned>(s.size);
@@ -226,7 +231,8 @@ const char* descr_of(DType dtype) {
     case DType::i64: return "<i8";
     default: break;
   }
-  throw Error(ErrorCode::wrong_type, "save_npy: no npy dtype for " + std::string(dtype_name(dtype)));
+  throw Error(ErrorCode::wrong_type,
+              "save_npy: no npy dtype for " + std::string(dtype_name(dtype)));
 }
 
 }  // namespace
@@ -301,8 +307,8 @@ Tensor load_npy(const std::string& path) {
 }
 
 std::vector<std::byte> serialize_npy(const Tensor& t) {
-  std::string header = "{'descr': '" + std::string(descr_of(t.dtype())) +
-                       "', 'fortran_order': False, 'shape': (";
+  std::string header =
+      "{'descr': '" + std::string(descr_of(t.dtype())) + "', 'fortran_order': False, 'shape': (";
   for (std::size_t i = 0; i < t.shape().size(); ++i) {
     if (i) header += ", ";
     header += std::to_string(t.shape()[i]);
@@ -314,8 +320,8 @@ std::vector<std::byte> serialize_npy(const Tensor& t) {
   header.append((64 - (preamble + header.size() + 1) % 64) % 64, ' ');
   header += '\n';
   if (header.size() > 0xFFFF)
-    throw Error(ErrorCode::illegal_dimension, "save_npy: the header of shape " +
-                                                  shape_to_string(t.shape()) + " is too long");
+    throw Error(ErrorCode::illegal_dimension,
+                "save_npy: the header of shape " + shape_to_string(t.shape()) + " is too long");
   const std::size_t values = static_cast<std::size_t>(t.numel()) * size_of(t.dtype());
   std::vector<std::byte> out(preamble + header.size() + values);
   std::memcpy(out.data(), kMagic, kMagicSize);

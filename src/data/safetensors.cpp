@@ -35,11 +35,13 @@ struct FormatType {
 
 // Every dtype the format names, so that a file with one kiln lacks gets that said, not "damaged".
 constexpr FormatType kTypes[] = {
-    {"F32", true, DType::f32, 4},   {"F64", true, DType::f64, 8},   {"I32", true, DType::i32, 4},
-    {"I64", true, DType::i64, 8},   {"F16", false, DType::f32, 2},  {"BF16", false, DType::f32, 2},
-    {"I8", false, DType::f32, 1},   {"U8", false, DType::f32, 1},   {"I16", false, DType::f32, 2},
-    {"U16", false, DType::f32, 2},  {"U32", false, DType::f32, 4},  {"U64", false, DType::f32, 8},
-    {"BOOL", false, DType::f32, 1}, {"F8_E4M3", false, DType::f32, 1},
+    {"F32", true, DType::f32, 4},     {"F64", true, DType::f64, 8},
+    {"I32", true, DType::i32, 4},     {"I64", true, DType::i64, 8},
+    {"F16", false, DType::f32, 2},    {"BF16", false, DType::f32, 2},
+    {"I8", false, DType::f32, 1},     {"U8", false, DType::f32, 1},
+    {"I16", false, DType::f32, 2},    {"U16", false, DType::f32, 2},
+    {"U32", false, DType::f32, 4},    {"U64", false, DType::f32, 8},
+    {"BOOL", false, DType::f32, 1},   {"F8_E4M3", false, DType::f32, 1},
     {"F8_E5M2", false, DType::f32, 1}};
 
 const FormatType* type_named(const std::string& name) {
@@ -56,8 +58,8 @@ const char* format_name(DType dtype) {
     case DType::i64: return "I64";
     default: break;
   }
-  throw Error(ErrorCode::wrong_type, "save_safetensors: no safetensors dtype for " +
-                                         std::string(dtype_name(dtype)));
+  throw Error(ErrorCode::wrong_type,
+              "save_safetensors: no safetensors dtype for " + std::string(dtype_name(dtype)));
 }
 
 std::uint64_t non_negative(const detail::Json& v, const std::string& source,
@@ -90,8 +92,8 @@ Entry entry_of(const std::string& name, const detail::Json& v, const std::string
   Entry e{name, type_named(dtype->string), {}, 0, 0};
   if (e.type == nullptr) damaged(source, what + " has an unknown dtype '" + dtype->string + "'");
   if (shape->kind != Kind::array || shape->array.size() > kMaxRank)
-    damaged(source, what + ": shape is not a list of at most " + std::to_string(kMaxRank) +
-                        " dimensions");
+    damaged(source,
+            what + ": shape is not a list of at most " + std::to_string(kMaxRank) + " dimensions");
   std::uint64_t numel = 1;
   bool empty = false;
   for (const detail::Json& d : shape->array) {
@@ -127,7 +129,8 @@ const Tensor& Safetensors::at(const std::string& name) const {
 }
 
 bool Safetensors::contains(const std::string& name) const {
-  return std::any_of(tensors.begin(), tensors.end(), [&](const auto& e) { return e.first == name; });
+  return std::any_of(tensors.begin(), tensors.end(),
+                     [&](const auto& e) { return e.first == name; });
 }
 
 Safetensors parse_safetensors(std::span<const std::byte> bytes, const std::string& source) {
@@ -172,19 +175,21 @@ Safetensors parse_safetensors(std::span<const std::byte> bytes, const std::strin
     if (e.begin != covered)
       damaged(source, "tensor '" + e.name + "' begins at byte " + std::to_string(e.begin) +
                           " of the data, where " +
-                          (e.begin < covered ? "another tensor's bytes lie" : "a hole begins at " + std::to_string(covered)));
+                          (e.begin < covered ? "another tensor's bytes lie"
+                                             : "a hole begins at " + std::to_string(covered)));
     covered = e.end;
   }
   if (covered != data.size())
-    damaged(source, "the tensors cover " + std::to_string(covered) + " bytes of data, the file has " +
-                        std::to_string(data.size()));
+    damaged(source, "the tensors cover " + std::to_string(covered) +
+                        " bytes of data, the file has " + std::to_string(data.size()));
   for (const Entry& e : entries)
     if (!e.type->kiln_has)
       throw Error(ErrorCode::wrong_type,
                   "load_safetensors: " + source + ": tensor '" + e.name + "' is " + e.type->name +
                       ", which kiln does not have (it reads F32, F64, I32 and I64)");
   for (const Entry& e : entries)
-    out.tensors.emplace_back(e.name, Tensor::from_bytes(data.data() + e.begin, e.type->dtype, e.shape));
+    out.tensors.emplace_back(e.name,
+                             Tensor::from_bytes(data.data() + e.begin, e.type->dtype, e.shape));
   return out;
 }
 
@@ -254,8 +259,8 @@ void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::vector<std::pair<std::string, std::string>>& metadata) {
   const std::vector<std::byte> bytes = serialize_safetensors(tensors, metadata);
-  detail::write_file_atomically(
-      path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, "save_safetensors");
+  detail::write_file_atomically(path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()},
+                                "save_safetensors");
 }
 
 }  // namespace kiln

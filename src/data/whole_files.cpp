@@ -94,8 +94,7 @@ void write_file_atomically(const std::string& path, std::span<const char> bytes,
 
 std::vector<char> read_whole_file(const std::string& path, const char* op) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    fail(op, path, "cannot open", errno);
+  if (fd < 0) fail(op, path, "cannot open", errno);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }

@@ -14,8 +14,7 @@ MatrixLayout row_major_layout(const Shape& shape) {
   return m;
 }
 
-std::optional<MatrixLayout> library_layout(const KernelInput& in, const Shape& shape,
-                                           DType type) {
+std::optional<MatrixLayout> library_layout(const KernelInput& in, const Shape& shape, DType type) {
   const Buffer& base = *in.node->result;
   if (base.dtype() != type) return std::nullopt;
   const ViewMap* view = in.view;

@@ -42,7 +42,8 @@ void Optimizer::load_state_dict(const std::vector<std::pair<std::string, Tensor>
   const StateSlots slots = state_slots();
   std::map<std::string, Tensor> given;
   for (const auto& [name, t] : state)
-    if (!given.emplace(name, t).second) refuse(ErrorCode::incompatible_shapes, "'" + name + "' twice");
+    if (!given.emplace(name, t).second)
+      refuse(ErrorCode::incompatible_shapes, "'" + name + "' twice");
   auto take = [&](const std::string& name) -> std::optional<Tensor> {
     const auto it = given.find(name);
     if (it == given.end()) return std::nullopt;
@@ -75,19 +76,19 @@ void Optimizer::load_state_dict(const std::vector<std::pair<std::string, Tensor>
       auto t = take(name);
       if (!t) continue;  // that parameter has not taken a step (or has no such state)
       if (t->shape() != p.shape())
-        refuse(ErrorCode::incompatible_shapes,
-               "'" + name + "' is " + shape_to_string(t->shape()) + ", parameter " +
-                   std::to_string(i) + " is " + shape_to_string(p.shape()));
+        refuse(ErrorCode::incompatible_shapes, "'" + name + "' is " + shape_to_string(t->shape()) +
+                                                   ", parameter " + std::to_string(i) + " is " +
+                                                   shape_to_string(p.shape()));
       if (t->dtype() != DType::f32)
-        refuse(ErrorCode::wrong_type, "'" + name + "' is " + dtype_name(t->dtype()) +
-                                          ", the optimiser's state is f32");
+        refuse(ErrorCode::wrong_type,
+               "'" + name + "' is " + dtype_name(t->dtype()) + ", the optimiser's state is f32");
       tensors[k][i] = std::move(*t);
     }
   }
   if (!given.empty())
-    refuse(ErrorCode::incompatible_shapes,
-           "'" + given.begin()->first + "' is not part of this optimiser's state (another "
-           "optimiser, or a model with more parameters?)");
+    refuse(ErrorCode::incompatible_shapes, "'" + given.begin()->first +
+                                               "' is not part of this optimiser's state (another "
+                                               "optimiser, or a model with more parameters?)");
   set_lr(new_lr);  // checks the rate before anything else changes
   steps_ = new_steps;
   for (std::size_t k = 0; k < counters.size(); ++k) *slots.counters[k].second = counters[k];

@@ -20,11 +20,13 @@ namespace {
 std::vector<Tensor> matched_state(const Module& module,
                                   const std::vector<std::pair<std::string, Tensor>>& tensors,
                                   const std::function<std::string(const std::string&)>& in_file,
-                                  const std::function<bool(const std::string&)>& ours,
-                                  bool strict, const std::string& what) {
+                                  const std::function<bool(const std::string&)>& ours, bool strict,
+                                  const std::string& what) {
   std::unordered_map<std::string, const Tensor*> by_name;
   for (const auto& [name, t] : tensors) by_name.emplace(name, &t);
-  auto mismatch = [&](ErrorCode code, const std::string& why) { throw Error(code, what + ": " + why); };
+  auto mismatch = [&](ErrorCode code, const std::string& why) {
+    throw Error(code, what + ": " + why);
+  };
   std::vector<Tensor> values;
   std::unordered_set<std::string> used;
   for (const auto& [name, p] : state_of(module)) {
@@ -78,10 +80,10 @@ void save_safetensors(const Module& module, const std::string& path) {
 void load_safetensors(Module& module, const std::string& path,
                       const SafetensorsLoadOptions& options) {
   const Safetensors file = kiln::load_safetensors(path);
-  assign_state(module, matched_state(
-                           module, file.tensors, options.file_name,
-                           [](const std::string&) { return true; }, options.strict,
-                           "nn::load_safetensors: " + path));
+  assign_state(module,
+               matched_state(
+                   module, file.tensors, options.file_name, [](const std::string&) { return true; },
+                   options.strict, "nn::load_safetensors: " + path));
 }
 
 void save_checkpoint(const Module& module, const Optimizer& optimizer, const std::string& path) {
@@ -102,8 +104,9 @@ void load_checkpoint(Module& module, Optimizer& optimizer, const std::string& pa
       optimizer_state.emplace_back(name.substr(kOptimizer.size()), t);
     else if (!starts_with(name, kModel))
       throw Error(ErrorCode::incompatible_shapes,
-                  what + ": '" + name + "' is neither the model's nor the optimiser's "
-                         "(not a checkpoint?)");
+                  what + ": '" + name +
+                      "' is neither the model's nor the optimiser's "
+                      "(not a checkpoint?)");
   }
   std::vector<Tensor> values = matched_state(
       module, file.tensors, [](const std::string& n) { return std::string(kModel) + n; },

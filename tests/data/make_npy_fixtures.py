@@ -1,4 +1,5 @@
-"""Writes the .npy fixtures tests/test_npy.cpp reads, with numpy.save, and prints nothing.
+"""Writes the .npy and .npz fixtures tests/test_npy.cpp reads, with numpy.save, numpy.savez and
+numpy.savez_compressed.
 Run with Debian's python3 (python3-numpy):
 
     /usr/bin/python3 tests/data/make_npy_fixtures.py tests/data
@@ -24,6 +25,10 @@ def main(out_dir):
     save("u8_large", np.array([2**63 + 1], dtype="<u8"))
     save("c8_complex", np.array([1 + 2j], dtype="<c8"))
     save("empty_0x4", np.zeros((0, 4), dtype="<i4"))
+    arrays = {"weights": np.arange(12, dtype="<f4").reshape(3, 4),
+              "labels": np.array([3, 1, 2], dtype="<i8")}
+    np.savez(os.path.join(out_dir, "stored.npz"), **arrays)
+    np.savez_compressed(os.path.join(out_dir, "compressed.npz"), **arrays)
 
 
 if __name__ == "__main__":

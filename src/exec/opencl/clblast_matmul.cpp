@@ -37,8 +37,8 @@ clblast::StatusCode gemm(OpenClDevice& device, const Node& root, const BlasOpera
   cl_command_queue queue = device.queue();
   const auto sa = single_batch_stride(a.layout, batch);
   const auto sb = single_batch_stride(b.layout, batch);
-  if (batches == 1 || (sa && sb && *sa >= 0 && *sb >= 0 && a.layout.offset >= 0 &&
-                       b.layout.offset >= 0)) {
+  if (batches == 1 ||
+      (sa && sb && *sa >= 0 && *sb >= 0 && a.layout.offset >= 0 && b.layout.offset >= 0)) {
     device.enqueued();
     if (batches == 1)
       return clblast::Gemm<T>(Layout::kRowMajor, ta, tb, m, n, k, T{1}, a.memory,
@@ -48,17 +48,17 @@ clblast::StatusCode gemm(OpenClDevice& device, const Node& root, const BlasOpera
     return clblast::GemmStridedBatched<T>(
         Layout::kRowMajor, ta, tb, m, n, k, T{1}, a.memory,
         static_cast<std::size_t>(a.layout.offset), lda, static_cast<std::size_t>(*sa), b.memory,
-        static_cast<std::size_t>(b.layout.offset), ldb, static_cast<std::size_t>(*sb), T{0}, out,
-        0, n, m * n, static_cast<std::size_t>(batches), &queue);
+        static_cast<std::size_t>(b.layout.offset), ldb, static_cast<std::size_t>(*sb), T{0}, out, 0,
+        n, m * n, static_cast<std::size_t>(batches), &queue);
   }
   // Batch dimensions that do not nest (one broadcast, another not): one call per product.
   for (std::int64_t i = 0; i < batches; ++i) {
     device.enqueued();
-    const auto status = clblast::Gemm<T>(
-        Layout::kRowMajor, ta, tb, m, n, k, T{1}, a.memory,
-        static_cast<std::size_t>(batch_offset(a.layout, batch, i)), lda, b.memory,
-        static_cast<std::size_t>(batch_offset(b.layout, batch, i)), ldb, T{0}, out,
-        static_cast<std::size_t>(i) * m * n, n, &queue);
+    const auto status =
+        clblast::Gemm<T>(Layout::kRowMajor, ta, tb, m, n, k, T{1}, a.memory,
+                         static_cast<std::size_t>(batch_offset(a.layout, batch, i)), lda, b.memory,
+                         static_cast<std::size_t>(batch_offset(b.layout, batch, i)), ldb, T{0}, out,
+                         static_cast<std::size_t>(i) * m * n, n, &queue);
     if (status != clblast::StatusCode::kSuccess) return status;
   }
   return clblast::StatusCode::kSuccess;
