@@ -17,33 +17,9 @@
 #include "kiln/error.hpp"
 #include "kiln/kiln.hpp"
 #include "kiln/nn.hpp"
+#include "small_model.hpp"
 
 namespace nn = kiln::nn;
-
-namespace {
-
-nn::Sequential& model() {
-  // The same model and seed as the corpus generator (fuzz/make_corpus.cpp).
-  static nn::Sequential m = [] {
-    nn::manual_seed(1);
-    return nn::Sequential(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2, false));
-  }();
-  return m;
-}
-
-// The parameters' bits (NaN compares unequal to itself, and a load may store NaNs).
-std::vector<std::vector<std::uint32_t>> snapshot() {
-  std::vector<std::vector<std::uint32_t>> out;
-  for (const auto& [name, p] : model().named_parameters()) {
-    const std::vector<float> v = p.value().to_vector<float>();
-    std::vector<std::uint32_t> bits(v.size());
-    if (!v.empty()) std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
-    out.push_back(std::move(bits));
-  }
-  return out;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   kiln_fuzz::setup_process();
@@ -61,17 +37,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& tmp = kiln_fuzz::scratch();
   tmp.write(file.data(), file.size());
 
-  const auto before = snapshot();
+  const auto before = kiln_fuzz::small_model_bits();
   std::vector<kiln::Shape> shapes;
-  for (const auto& [name, p] : model().named_parameters()) shapes.push_back(p.shape());
+  for (const auto& [name, p] : kiln_fuzz::small_model().named_parameters())
+    shapes.push_back(p.shape());
   try {
-    nn::load(model(), tmp.path());
+    nn::load(kiln_fuzz::small_model(), tmp.path());
   } catch (const kiln::Error&) {
-    if (snapshot() != before) std::abort();  // a failed load changed the model
+    if (kiln_fuzz::small_model_bits() != before) std::abort();  // a failed load changed the model
     return 0;
   }
   std::size_t i = 0;
-  for (const auto& [name, p] : model().named_parameters()) {
+  for (const auto& [name, p] : kiln_fuzz::small_model().named_parameters()) {
     if (p.shape() != shapes[i++]) std::abort();
     (void)p.value().to_vector<float>();
   }

@@ -17,32 +17,9 @@
 #include "kiln/error.hpp"
 #include "kiln/kiln.hpp"
 #include "kiln/nn.hpp"
+#include "small_model.hpp"
 
 namespace nn = kiln::nn;
-
-namespace {
-
-nn::Sequential& model() {
-  // The same model and seed as the corpus generator (fuzz/make_corpus.cpp).
-  static nn::Sequential m = [] {
-    nn::manual_seed(1);
-    return nn::Sequential(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2, false));
-  }();
-  return m;
-}
-
-std::vector<std::vector<std::uint32_t>> snapshot() {
-  std::vector<std::vector<std::uint32_t>> out;
-  for (const auto& [name, p] : model().named_parameters()) {
-    const std::vector<float> v = p.value().to_vector<float>();
-    std::vector<std::uint32_t> bits(v.size());
-    if (!v.empty()) std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
-    out.push_back(std::move(bits));
-  }
-  return out;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   kiln_fuzz::setup_process();
@@ -66,11 +43,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const auto& tmp = kiln_fuzz::scratch();
   tmp.write(data + 1, size - 1);
-  const auto before = snapshot();
+  const auto before = kiln_fuzz::small_model_bits();
   try {
-    nn::load_safetensors(model(), tmp.path(), {.strict = strict});
+    nn::load_safetensors(kiln_fuzz::small_model(), tmp.path(), {.strict = strict});
   } catch (const kiln::Error&) {
-    if (snapshot() != before) std::abort();  // a failed load changed the model
+    if (kiln_fuzz::small_model_bits() != before) std::abort();  // a failed load changed the model
   }
   return 0;
 }

@@ -12,22 +12,15 @@
 
 #include "kiln/data.hpp"
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
+
+using kiln_test::error_of;
 
 using kiln::DType;
 using kiln::ErrorCode;
 namespace data = kiln::data;
-
-template <class F>
-kiln::Error error_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e;
-  }
-  return kiln::Error(ErrorCode::none, "no error");
-}
 
 TEST(Csv, HeaderQuotesAndLineEnds) {
   const data::CsvTable t = data::parse_csv(

@@ -13,23 +13,18 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 #include "kiln/nn.hpp"
 
 namespace {
+
+using kiln_test::error_of;
+using kiln_test::TempFile;
 
 namespace nn = kiln::nn;
 using kiln::DType;
 using kiln::ErrorCode;
 using kiln::Tensor;
-
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& name)
-      : path((std::filesystem::temp_directory_path() /
-              ("kiln_test_checkpoint_" + std::to_string(::getpid()) + "_" + name))
-                 .string()) {}
-  ~TempFile() { std::remove(path.c_str()); }
-};
 
 nn::Sequential model(std::uint64_t seed) {
   nn::manual_seed(seed);

@@ -17,8 +17,12 @@
 
 #include "kiln/data.hpp"
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
+
+using kiln_test::error_of;
+using kiln_test::TempFile;
 
 using kiln::DType;
 using kiln::ErrorCode;
@@ -28,25 +32,6 @@ namespace data = kiln::data;
 const std::string kData = KILN_TEST_DATA_DIR;
 
 Tensor fixture(const std::string& name) { return data::load_npy(kData + "/" + name + ".npy"); }
-
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& name)
-      : path((std::filesystem::temp_directory_path() /
-              ("kiln_test_npy_" + std::to_string(::getpid()) + "_" + name))
-                 .string()) {}
-  ~TempFile() { std::remove(path.c_str()); }
-};
-
-template <class F>
-kiln::Error error_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e;
-  }
-  return kiln::Error(ErrorCode::none, "no error");
-}
 
 TEST(Npy, FilesNumpyWroteLoadExactly) {
   const Tensor f4 = fixture("f4_2x3");

@@ -13,10 +13,14 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 #include "kiln/nn.hpp"
 #include "kiln/safetensors.hpp"
 
 namespace {
+
+using kiln_test::error_of;
+using kiln_test::TempFile;
 
 namespace nn = kiln::nn;
 using kiln::DType;
@@ -25,15 +29,6 @@ using kiln::Tensor;
 using Vf = std::vector<float>;
 
 const std::string kData = KILN_TEST_DATA_DIR;
-
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& name)
-      : path((std::filesystem::temp_directory_path() /
-              ("kiln_test_safetensors_" + std::to_string(::getpid()) + "_" + name))
-                 .string()) {}
-  ~TempFile() { std::remove(path.c_str()); }
-};
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc)
@@ -46,16 +41,6 @@ std::string file_of(const std::string& header, const std::string& data) {
   std::string out(8, '\0');
   std::memcpy(out.data(), &n, 8);
   return out + header + data;
-}
-
-template <class F>
-kiln::Error error_of(F f) {
-  try {
-    f();
-  } catch (const kiln::Error& e) {
-    return e;
-  }
-  return kiln::Error(ErrorCode::none, "no error");
 }
 
 void expect_error(const kiln::Error& e, ErrorCode code, const std::vector<std::string>& words) {

@@ -1,7 +1,12 @@
 // Helpers shared by the test files.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
 
 #include "kiln/error.hpp"
 #include "kiln/executor.hpp"
@@ -24,6 +29,29 @@ template <class F> kiln::ErrorCode code_of(F f) {
   }
   return kiln::ErrorCode::none;
 }
+
+// The kiln::Error that f() throws, or one with code none when it throws nothing.
+template <class F> kiln::Error error_of(F f) {
+  try {
+    f();
+  } catch (const kiln::Error& e) {
+    return e;
+  }
+  return kiln::Error(kiln::ErrorCode::none, "no error");
+}
+
+// A path in the temporary directory, distinct per process and name; the file is removed when
+// the object goes.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& name)
+      : path((std::filesystem::temp_directory_path() /
+              ("kiln_test_" + std::to_string(::getpid()) + "_" + name))
+                 .string()) {}
+  ~TempFile() { std::remove(path.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+};
 
 // Sanitizer and debug builds run several times slower, and a device executor compiles each new
 // kernel on first use (a tenth of a second each on PoCL): time limits are relaxed there.
