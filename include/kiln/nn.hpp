@@ -55,6 +55,28 @@ Tensor kaiming_uniform(Shape shape, std::int64_t fan_in, double a = 0.0, std::ui
 Tensor xavier_uniform(Shape shape, std::int64_t fan_in, std::int64_t fan_out, double gain = 1.0,
                       std::uint64_t seed = 0);
 
+class Parameter;
+
+// In-place initialisation of a parameter, as PyTorch's torch.nn.init: each replaces the value by
+// new values of its shape, drawn from the generator that nn::manual_seed seeds. Fans come from the
+// shape as PyTorch computes them: a weight [out, in, k...] has fan_in = in * k... and fan_out =
+// out * k...; a shape of fewer than two dimensions has none (illegal_dimension).
+namespace init {
+std::pair<std::int64_t, std::int64_t> fans(const Shape& shape);  // (fan_in, fan_out)
+void uniform_(const Parameter& p, double low = 0.0, double high = 1.0);
+void normal_(const Parameter& p, double mean = 0.0, double std = 1.0);
+void constant_(const Parameter& p, double value);
+void zeros_(const Parameter& p);
+void ones_(const Parameter& p);
+// U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)); N(0, gain * sqrt(2 / (fan_in + fan_out))).
+void xavier_uniform_(const Parameter& p, double gain = 1.0);
+void xavier_normal_(const Parameter& p, double gain = 1.0);
+// fan_in mode with the gain of leaky ReLU of negative slope a (a = 0: ReLU):
+// U(-b, b), b = gain * sqrt(3 / fan_in); N(0, gain / sqrt(fan_in)).
+void kaiming_uniform_(const Parameter& p, double a = 0.0);
+void kaiming_normal_(const Parameter& p, double a = 0.0);
+}  // namespace init
+
 // ---- parameters -----------------------------------------------------------------------------------
 class Parameter {
  public:
@@ -138,6 +160,12 @@ class Module {
   virtual void reset_parameters() {}
   // reset_parameters() of this module, then of its children in order, depth first.
   void reset_all_parameters();
+  // fn on every module below this one, children first (depth first), then on this one, as
+  // PyTorch's Module.apply: with nn::init, weight initialisation per module type, e.g.
+  //   model.apply([](nn::Module& m) {
+  //     if (auto* l = dynamic_cast<nn::Linear*>(&m)) nn::init::xavier_uniform_(l->weight());
+  //   });
+  void apply(const std::function<void(Module&)>& fn);
 
  protected:
   Parameter register_parameter(std::string name, const Tensor& value);

@@ -125,6 +125,11 @@ void Module::reset_all_parameters() {
   for (const auto& [name, child] : children_) child->reset_all_parameters();
 }
 
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (const auto& [name, child] : children_) child->apply(fn);
+  fn(*this);
+}
+
 std::string Module::summary() const {
   std::string out;
   summary_lines("", out);
