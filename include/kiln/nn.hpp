@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -592,6 +593,17 @@ struct GradientClipping {
 // The new values are written into the old values' memory (in place, no new buffers) when the
 // optimiser holds the only handle to an old value: a handle kept to an old value keeps it, and
 // graphs built earlier on an old value that are evaluated after the step see the new one.
+// Parameters with settings of their own (PyTorch's parameter groups): `lr` and `weight_decay`,
+// where set, replace the optimiser's for these parameters (e.g. no weight decay for biases and
+// norms, a smaller rate for a pretrained backbone). A group's rate follows the optimiser's:
+// set_lr, and so every schedule, scales it by the same factor, as PyTorch's schedules scale each
+// group's rate from its own initial one.
+struct ParamGroup {
+  std::vector<Parameter> parameters;
+  std::optional<double> lr;
+  std::optional<double> weight_decay;
+};
+
 class Optimizer {
  public:
   explicit Optimizer(std::vector<Parameter> parameters);
@@ -612,6 +624,12 @@ class Optimizer {
   // negative or NaN rate throws invalid_select.
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
+  // Adds a group after the parameters given so far. Its parameters must be new to the optimiser
+  // (invalid_select); an lr of its own needs the optimiser's to be positive, and neither may be
+  // negative or NaN.
+  void add_param_group(ParamGroup group);
+  // The learning rate of parameter i's following steps (its group's, or the optimiser's).
+  double lr_of(std::size_t i) const;
   // Clipping of the gradients of the following steps (negative or NaN bounds: invalid_select).
   void set_gradient_clipping(GradientClipping clipping);
   const GradientClipping& gradient_clipping() const { return clipping_; }
@@ -634,6 +652,8 @@ class Optimizer {
     std::vector<std::pair<std::string, std::int64_t*>> counters;
   };
   virtual StateSlots state_slots() { return {}; }
+  // The weight decay of parameter i: its group's, or `otherwise` (the optimiser's own).
+  double weight_decay_of(std::size_t i, double otherwise) const;
 
   // The new value of parameter i from its value and gradient (both f32, lazily built), adding
   // the new state tensors (lazy) to `state_out` in a fixed order. A new state tensor built as
@@ -652,6 +672,14 @@ class Optimizer {
   std::vector<Parameter> parameters_;
   std::int64_t steps_ = 0;
   GradientClipping clipping_;
+  // The groups added after the first parameters, each from its first parameter to the next's.
+  struct GroupSettings {
+    std::size_t first;
+    double lr_factor;  // the group's rate over the optimiser's
+    std::optional<double> weight_decay;
+  };
+  std::vector<GroupSettings> groups_;
+  const GroupSettings* group_of(std::size_t i) const;
 };
 
 struct SGDOptions {

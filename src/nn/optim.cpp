@@ -55,6 +55,55 @@ Optimizer::Optimizer(std::vector<Parameter> parameters) : parameters_(std::move(
   }
 }
 
+void Optimizer::add_param_group(ParamGroup group) {
+  for (std::size_t i = 0; i < group.parameters.size(); ++i) {
+    const Parameter& p = group.parameters[i];
+    if (!p.defined())
+      throw Error(ErrorCode::illegal_dimension, "nn::Optimizer::add_param_group: parameter " +
+                                                    std::to_string(i) + " is an empty handle");
+    for (std::size_t j = 0; j < i; ++j)
+      if (p.same_slot(group.parameters[j]))
+        throw Error(ErrorCode::invalid_select, "nn::Optimizer::add_param_group: parameter '" +
+                                                   p.name() + "' is listed twice");
+    for (const Parameter& q : parameters_)
+      if (p.same_slot(q))
+        throw Error(ErrorCode::invalid_select, "nn::Optimizer::add_param_group: parameter '" +
+                                                   p.name() + "' is in another group already");
+  }
+  double factor = 1.0;
+  if (group.lr) {
+    if (!(*group.lr >= 0) || !(lr() > 0))
+      throw Error(ErrorCode::invalid_select,
+                  "nn::Optimizer::add_param_group: a group's lr must be >= 0 and the optimiser's "
+                  "positive (its schedule scales the group's), got " +
+                      std::to_string(*group.lr) + " and " + std::to_string(lr()));
+    factor = *group.lr / lr();
+  }
+  if (group.weight_decay && !(*group.weight_decay >= 0))
+    throw Error(ErrorCode::invalid_select,
+                "nn::Optimizer::add_param_group: weight_decay must be >= 0");
+  groups_.push_back({parameters_.size(), factor, group.weight_decay});
+  for (Parameter& p : group.parameters) parameters_.push_back(std::move(p));
+  for (const auto& [name, tensors] : state_slots().tensors) tensors->resize(parameters_.size());
+}
+
+const Optimizer::GroupSettings* Optimizer::group_of(std::size_t i) const {
+  const GroupSettings* found = nullptr;
+  for (const GroupSettings& g : groups_)
+    if (g.first <= i) found = &g;
+  return found;
+}
+
+double Optimizer::lr_of(std::size_t i) const {
+  const GroupSettings* g = group_of(i);
+  return g ? lr() * g->lr_factor : lr();
+}
+
+double Optimizer::weight_decay_of(std::size_t i, double otherwise) const {
+  const GroupSettings* g = group_of(i);
+  return g && g->weight_decay ? *g->weight_decay : otherwise;
+}
+
 void Optimizer::zero_grad() const {
   for (const auto& p : parameters_) p.zero_grad();
 }
@@ -179,11 +228,11 @@ SGD::SGD(std::vector<Parameter> parameters, SGDOptions options)
 
 Tensor SGD::update(std::size_t i, const Tensor& value, const Tensor& grad,
                    std::vector<Tensor>& state_out) {
-  const float lr = static_cast<float>(options_.lr);
+  const float lr = static_cast<float>(lr_of(i));
   const float mu = static_cast<float>(options_.momentum);
+  const double weight_decay = weight_decay_of(i, options_.weight_decay);
   Tensor g = grad;
-  if (options_.weight_decay != 0)
-    g = g + value * static_cast<float>(options_.weight_decay);
+  if (weight_decay != 0) g = g + value * static_cast<float>(weight_decay);
   if (options_.momentum != 0) {
     const Tensor fresh =
         options_.dampening != 0 ? g * static_cast<float>(1.0 - options_.dampening) : g;
@@ -221,8 +270,9 @@ Tensor Adam::update(std::size_t i, const Tensor& value, const Tensor& grad,
   const double t = static_cast<double>(t_);
   const double bc1 = 1.0 - std::pow(o.beta1, t);
   const double bc2 = 1.0 - std::pow(o.beta2, t);
+  const double weight_decay = weight_decay_of(i, o.weight_decay);
   Tensor g = grad;
-  if (o.weight_decay != 0) g = g + value * static_cast<float>(o.weight_decay);
+  if (weight_decay != 0) g = g + value * static_cast<float>(weight_decay);
   const float b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
   const Tensor gm = g * (1.0f - b1);
   const Tensor gv = square(g) * (1.0f - b2);
@@ -232,7 +282,7 @@ Tensor Adam::update(std::size_t i, const Tensor& value, const Tensor& grad,
   state_out.push_back(v);
   const Tensor denom = sqrt(v) * static_cast<float>(1.0 / std::sqrt(bc2)) +
                        static_cast<float>(o.eps);
-  return value - m * static_cast<float>(o.lr / bc1) / denom;
+  return value - m * static_cast<float>(lr_of(i) / bc1) / denom;
 }
 
 void Adam::set_lr(double lr) {

@@ -47,9 +47,10 @@ Tensor AdamW::update(std::size_t i, const Tensor& value, const Tensor& grad,
   const Tensor v = v_[i].defined() ? assign(v_[i], v_[i] * f(o.beta2) + gv) : gv;
   state_out.push_back(m);
   state_out.push_back(v);
-  const Tensor decayed = o.weight_decay != 0 ? value * f(1.0 - o.lr * o.weight_decay) : value;
+  const double lr = lr_of(i), weight_decay = weight_decay_of(i, o.weight_decay);
+  const Tensor decayed = weight_decay != 0 ? value * f(1.0 - lr * weight_decay) : value;
   const Tensor denom = sqrt(v) * f(1.0 / std::sqrt(bc2)) + f(o.eps);
-  return decayed - m * f(o.lr / bc1) / denom;
+  return decayed - m * f(lr / bc1) / denom;
 }
 
 void AdamW::set_lr(double lr) {
@@ -77,8 +78,9 @@ RMSprop::RMSprop(std::vector<Parameter> parameters, RMSpropOptions options)
 Tensor RMSprop::update(std::size_t i, const Tensor& value, const Tensor& grad,
                        std::vector<Tensor>& state_out) {
   const auto& o = options_;
+  const double lr = lr_of(i), weight_decay = weight_decay_of(i, o.weight_decay);
   Tensor g = grad;
-  if (o.weight_decay != 0) g = g + value * f(o.weight_decay);
+  if (weight_decay != 0) g = g + value * f(weight_decay);
   const Tensor gv = square(g) * f(1.0 - o.alpha);
   const Tensor v =
       square_avg_[i].defined() ? assign(square_avg_[i], square_avg_[i] * f(o.alpha) + gv) : gv;
@@ -98,9 +100,9 @@ Tensor RMSprop::update(std::size_t i, const Tensor& value, const Tensor& grad,
     const Tensor buf =
         momentum_[i].defined() ? assign(momentum_[i], momentum_[i] * f(o.momentum) + step) : step;
     state_out.push_back(buf);
-    return value - buf * f(o.lr);
+    return value - buf * f(lr);
   }
-  return value - g / avg * f(o.lr);
+  return value - g / avg * f(lr);
 }
 
 void RMSprop::set_lr(double lr) {
@@ -130,9 +132,10 @@ Adagrad::Adagrad(std::vector<Parameter> parameters, AdagradOptions options)
 Tensor Adagrad::update(std::size_t i, const Tensor& value, const Tensor& grad,
                        std::vector<Tensor>& state_out) {
   const auto& o = options_;
+  const double weight_decay = weight_decay_of(i, o.weight_decay);
   Tensor g = grad;
-  if (o.weight_decay != 0) g = g + value * f(o.weight_decay);
-  const double clr = o.lr / (1.0 + static_cast<double>(t_ - 1) * o.lr_decay);
+  if (weight_decay != 0) g = g + value * f(weight_decay);
+  const double clr = lr_of(i) / (1.0 + static_cast<double>(t_ - 1) * o.lr_decay);
   const Tensor before = sum_[i].defined()
                             ? sum_[i]
                             : full_like(value, o.initial_accumulator_value);
