@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
-#include "test_support.hpp"
 #include "kiln/nn.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -172,6 +172,57 @@ TEST(NnCheckpoint, ACheckpointOfAnotherModelChangesNothing) {
   } catch (const kiln::Error& e) {
     EXPECT_NE(std::string(e.what()).find("not a checkpoint"), std::string::npos) << e.what();
   }
+}
+
+TEST(NnCheckpoint, SchedulesResumeThroughTheExtraEntries) {
+  auto make = [](std::uint64_t seed) {
+    auto m = std::make_unique<nn::Sequential>(model(seed));
+    auto opt = std::make_unique<nn::SGD>(m->parameters(), nn::SGDOptions{.lr = 0.2});
+    return std::pair{std::move(m), std::move(opt)};
+  };
+  auto [straight, straight_opt] = make(21);
+  nn::StepLR straight_schedule(*straight_opt, 2, 0.5);
+  for (int k = 0; k < 7; ++k) {
+    train_step(*straight, *straight_opt, k);
+    straight_schedule.step();
+  }
+  auto [first, first_opt] = make(21);
+  nn::StepLR first_schedule(*first_opt, 2, 0.5);
+  for (int k = 0; k < 3; ++k) {
+    train_step(*first, *first_opt, k);
+    first_schedule.step();
+  }
+  TempFile f("schedule.safetensors");
+  auto extra = first_schedule.state_dict();
+  extra.emplace_back("epoch", Tensor::from(std::vector<std::int64_t>{3}, {}));
+  nn::save_checkpoint(*first, *first_opt, f.path, extra);
+
+  auto [resumed, resumed_opt] = make(22);
+  nn::StepLR resumed_schedule(*resumed_opt, 2, 0.5);
+  std::vector<std::pair<std::string, Tensor>> loaded;
+  nn::load_checkpoint(*resumed, *resumed_opt, f.path, &loaded);
+  ASSERT_EQ(loaded.size(), 3u);
+  EXPECT_EQ(loaded[2].first, "epoch");
+  EXPECT_EQ(loaded[2].second.item<std::int64_t>(), 3);
+  loaded.pop_back();
+  resumed_schedule.load_state_dict(loaded);
+  EXPECT_EQ(resumed_schedule.last_epoch(), 3);
+  for (int k = 3; k < 7; ++k) {
+    train_step(*resumed, *resumed_opt, k);
+    resumed_schedule.step();
+  }
+  EXPECT_EQ(resumed_opt->lr(), straight_opt->lr());
+  EXPECT_EQ(bits_of(*resumed), bits_of(*straight));
+  // A plateau schedule's counters round-trip; another schedule's state is refused.
+  nn::ReduceLROnPlateau plateau(*resumed_opt, 0.5, 1);
+  plateau.step(3.0);
+  plateau.step(4.0);
+  nn::ReduceLROnPlateau again(*resumed_opt, 0.5, 1);
+  again.load_state_dict(plateau.state_dict());
+  EXPECT_EQ(again.best(), 3.0);
+  EXPECT_EQ(kiln_test::code_of([&] { again.load_state_dict(resumed_schedule.state_dict()); }),
+            ErrorCode::incompatible_shapes);
+  EXPECT_EQ(again.best(), 3.0);
 }
 
 }  // namespace

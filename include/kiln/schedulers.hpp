@@ -4,7 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
+
+#include "kiln/tensor.hpp"
 
 namespace kiln::nn {
 
@@ -24,6 +28,11 @@ class LRScheduler {
   std::int64_t last_epoch() const { return epoch_; }
   double last_lr() const;
   double base_lr() const { return base_lr_; }
+  // The schedule's position ("last_epoch", i64; "base_lr", f64), for checkpoints (see
+  // nn::save_checkpoint's `extra`); loading checks names and types first (incompatible_shapes,
+  // wrong_type) and changes nothing on error.
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
 
  protected:
   virtual double lr_at(std::int64_t epoch) const = 0;
@@ -117,6 +126,9 @@ class ReduceLROnPlateau {
                              std::int64_t cooldown = 0, double min_lr = 0.0);
   void step(double metric);
   double best() const { return best_; }
+  // "best" (f64), "bad_steps" and "cooldown_left" (i64), as LRScheduler's.
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
 
  private:
   Optimizer& optimizer_;

@@ -63,7 +63,7 @@ void assign_state(Module& module, std::vector<Tensor> values) {
   for (std::size_t i = 0; i < state.size(); ++i) state[i].second.set(values[i]);
 }
 
-constexpr std::string_view kModel = "model.", kOptimizer = "optimizer.";
+constexpr std::string_view kModel = "model.", kOptimizer = "optimizer.", kExtra = "extra.";
 
 bool starts_with(const std::string& s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -86,27 +86,31 @@ void load_safetensors(Module& module, const std::string& path,
                    options.strict, "nn::load_safetensors: " + path));
 }
 
-void save_checkpoint(const Module& module, const Optimizer& optimizer, const std::string& path) {
+void save_checkpoint(const Module& module, const Optimizer& optimizer, const std::string& path,
+                     const std::vector<std::pair<std::string, Tensor>>& extra) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, p] : state_of(module))
     tensors.emplace_back(std::string(kModel) + name, p.value());
   for (auto& [name, t] : optimizer.state_dict())
     tensors.emplace_back(std::string(kOptimizer) + name, std::move(t));
+  for (const auto& [name, t] : extra) tensors.emplace_back(std::string(kExtra) + name, t);
   kiln::save_safetensors(path, tensors, {{"format", "kiln checkpoint"}});
 }
 
-void load_checkpoint(Module& module, Optimizer& optimizer, const std::string& path) {
+void load_checkpoint(Module& module, Optimizer& optimizer, const std::string& path,
+                     std::vector<std::pair<std::string, Tensor>>* extra) {
   const Safetensors file = kiln::load_safetensors(path);
   const std::string what = "nn::load_checkpoint: " + path;
-  std::vector<std::pair<std::string, Tensor>> optimizer_state;
+  std::vector<std::pair<std::string, Tensor>> optimizer_state, extra_state;
   for (const auto& [name, t] : file.tensors) {
     if (starts_with(name, kOptimizer))
       optimizer_state.emplace_back(name.substr(kOptimizer.size()), t);
+    else if (starts_with(name, kExtra))
+      extra_state.emplace_back(name.substr(kExtra.size()), t);
     else if (!starts_with(name, kModel))
-      throw Error(ErrorCode::incompatible_shapes,
-                  what + ": '" + name +
-                      "' is neither the model's nor the optimiser's "
-                      "(not a checkpoint?)");
+      throw Error(
+          ErrorCode::incompatible_shapes,
+          what + ": '" + name + "' is not a model, optimizer or extra entry (not a checkpoint?)");
   }
   std::vector<Tensor> values = matched_state(
       module, file.tensors, [](const std::string& n) { return std::string(kModel) + n; },
@@ -117,6 +121,7 @@ void load_checkpoint(Module& module, Optimizer& optimizer, const std::string& pa
     throw Error(e.code(), what + ": " + e.what());
   }
   assign_state(module, std::move(values));
+  if (extra) *extra = std::move(extra_state);
 }
 
 }  // namespace kiln::nn

@@ -16,6 +16,35 @@ void require(bool ok, const char* schedule, const char* what) {
   if (!ok) throw Error(ErrorCode::invalid_select, std::string("nn::") + schedule + ": " + what);
 }
 
+// The one value of `name` in `state`, of dtype `dtype` (checked before anything changes).
+template <class T>
+T state_value(const std::vector<std::pair<std::string, Tensor>>& state, const char* name,
+              DType dtype, const char* schedule) {
+  const Tensor* found = nullptr;
+  for (const auto& [n, t] : state)
+    if (n == name) found = &t;
+  if (found == nullptr)
+    throw Error(ErrorCode::incompatible_shapes, std::string("nn::") + schedule +
+                                                    "::load_state_dict: '" + name +
+                                                    "' is missing");
+  if (found->dtype() != dtype || found->numel() != 1)
+    throw Error(ErrorCode::wrong_type, std::string("nn::") + schedule + "::load_state_dict: '" +
+                                           name + "' must be one " + dtype_name(dtype));
+  return found->to_vector<T>()[0];
+}
+
+void expect_names(const std::vector<std::pair<std::string, Tensor>>& state,
+                  std::initializer_list<const char*> names, const char* schedule) {
+  for (const auto& [n, t] : state)
+    if (std::none_of(names.begin(), names.end(), [&](const char* k) { return n == k; }))
+      throw Error(ErrorCode::incompatible_shapes, std::string("nn::") + schedule +
+                                                      "::load_state_dict: '" + n +
+                                                      "' is not part of its state");
+}
+
+Tensor scalar(double v) { return Tensor::from(std::vector<double>{v}, {}); }
+Tensor scalar(std::int64_t v) { return Tensor::from(std::vector<std::int64_t>{v}, {}); }
+
 // From `from` to `to` along half a cosine as pct goes from 0 to 1.
 double cosine_between(double from, double to, double pct) {
   return to + (from - to) * (1 + std::cos(std::numbers::pi * pct)) / 2;
@@ -31,6 +60,19 @@ void LRScheduler::step() {
 }
 
 double LRScheduler::last_lr() const { return optimizer_.lr(); }
+
+std::vector<std::pair<std::string, Tensor>> LRScheduler::state_dict() const {
+  return {{"last_epoch", scalar(epoch_)}, {"base_lr", scalar(base_lr_)}};
+}
+
+void LRScheduler::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) {
+  expect_names(state, {"last_epoch", "base_lr"}, "LRScheduler");
+  const auto epoch = state_value<std::int64_t>(state, "last_epoch", DType::i64, "LRScheduler");
+  const auto base = state_value<double>(state, "base_lr", DType::f64, "LRScheduler");
+  require(epoch >= 0 && base >= 0, "LRScheduler", "a state with last_epoch and base_lr >= 0");
+  epoch_ = epoch;
+  base_lr_ = base;
+}
 
 StepLR::StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
@@ -123,6 +165,24 @@ void ReduceLROnPlateau::step(double metric) {
     cooldown_left_ = cooldown_;
     bad_steps_ = 0;
   }
+}
+
+std::vector<std::pair<std::string, Tensor>> ReduceLROnPlateau::state_dict() const {
+  return {{"best", scalar(best_)},
+          {"bad_steps", scalar(bad_steps_)},
+          {"cooldown_left", scalar(cooldown_left_)}};
+}
+
+void ReduceLROnPlateau::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) {
+  const char* name = "ReduceLROnPlateau";
+  expect_names(state, {"best", "bad_steps", "cooldown_left"}, name);
+  const auto best = state_value<double>(state, "best", DType::f64, name);
+  const auto bad = state_value<std::int64_t>(state, "bad_steps", DType::i64, name);
+  const auto cooldown = state_value<std::int64_t>(state, "cooldown_left", DType::i64, name);
+  require(bad >= 0 && cooldown >= 0, name, "a state with bad_steps and cooldown_left >= 0");
+  best_ = best;
+  bad_steps_ = bad;
+  cooldown_left_ = cooldown;
 }
 
 }  // namespace kiln::nn
