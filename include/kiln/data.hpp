@@ -85,6 +85,19 @@ CsvTable load_csv(const std::string& path, const CsvOptions& options = {});
 CsvTable parse_csv(std::string_view text, const CsvOptions& options = {},
                    const std::string& source = "CSV text");
 
+// Transforms of image batches [N, C, H, W] (any float dtype), built lazily into the graph that
+// reads them, so they fuse with the training step. Random choices are per image, drawn from
+// `seed` (0: kiln's generator, see kiln::manual_seed), the same for the same seed.
+// (x - mean[c]) / std[c] per channel; mean and std have C entries, std > 0.
+Tensor normalize(const Tensor& images, const std::vector<double>& mean,
+                 const std::vector<double>& std);
+// Each image mirrored left to right with probability p in [0, 1].
+Tensor random_horizontal_flip(const Tensor& images, double p = 0.5, std::uint64_t seed = 0);
+// Each image padded by `padding` zeros on every side, then a height x width window of it at a
+// random place (torchvision's RandomCrop with padding).
+Tensor random_crop(const Tensor& images, std::int64_t height, std::int64_t width,
+                   std::int64_t padding = 0, std::uint64_t seed = 0);
+
 struct Dataset {
   Tensor images;  // f32 [N, 1, H, W]
   Tensor labels;  // i64 [N]
