@@ -87,7 +87,7 @@ class Tensor {
     copy_to(out.data(), dtype_of_v<T>);
     return out;
   }
-  // Writes numel() values of type `as` to `dst`. Evaluates if needed.
+  // Writes numel() values of type `as` to `dst` (no alignment needed). Evaluates if needed.
   void copy_to(void* dst, DType as) const;
   // The values in row-major order without a copy (evaluates if needed); T must be the dtype's
   // type (else wrong_type). Valid while this node lives; this handle keeps it alive.

@@ -119,9 +119,14 @@ Tensor Tensor::detach() const {
 void Tensor::copy_to(void* dst, DType as) const {
   eval();
   const detail::Buffer& b = detail::host_values(n());
+  // Through memcpy, so that dst needs no alignment (a file format's buffer packs values of
+  // several types); compilers make each copy one plain store.
   detail::dispatch(as, [&]<class T>() {
-    T* out = static_cast<T*>(dst);
-    for (std::int64_t i = 0; i < b.numel(); ++i) out[i] = b.get<T>(i);
+    auto* out = static_cast<std::byte*>(dst);
+    for (std::int64_t i = 0; i < b.numel(); ++i) {
+      const T v = b.get<T>(i);
+      std::memcpy(out + i * static_cast<std::int64_t>(sizeof(T)), &v, sizeof(T));
+    }
   });
 }
 
