@@ -35,10 +35,10 @@ T state_value(const std::vector<std::pair<std::string, Tensor>>& state, const ch
 
 void expect_names(const std::vector<std::pair<std::string, Tensor>>& state,
                   std::initializer_list<const char*> names, const char* schedule) {
-  for (const auto& [n, t] : state)
-    if (std::none_of(names.begin(), names.end(), [&](const char* k) { return n == k; }))
+  for (const auto& entry : state)
+    if (std::none_of(names.begin(), names.end(), [&](const char* k) { return entry.first == k; }))
       throw Error(ErrorCode::incompatible_shapes, std::string("nn::") + schedule +
-                                                      "::load_state_dict: '" + n +
+                                                      "::load_state_dict: '" + entry.first +
                                                       "' is not part of its state");
 }
 
