@@ -325,12 +325,12 @@ template <class T> void pool(const Kernel& k, Buffer& out) {
               continue;
             }
           } else {
-            for (std::int64_t ki = 0; ki < g.kh; ++ki) {
+            const auto [k0, k1] = g.rows_inside(i);
+            const auto [l0, l1] = g.cols_inside(j);
+            for (std::int64_t ki = k0; ki < k1; ++ki) {
               const std::int64_t y = g.row(i, ki);
-              if (y < 0 || y >= g.h) continue;
-              for (std::int64_t kj = 0; kj < g.kw; ++kj) {
+              for (std::int64_t kj = l0; kj < l1; ++kj) {
                 const std::int64_t xx = g.col(j, kj);
-                if (xx < 0 || xx >= g.w) continue;
                 const T v = plane[y * g.w + xx];
                 if (!any || v > best || is_nan(v)) best = any && is_nan(best) ? best : v;
                 any = true;
@@ -343,13 +343,14 @@ template <class T> void pool(const Kernel& k, Buffer& out) {
           }
           const T share = grad->data[(p * g.oh + i) * g.ow + j];
           int ties = 0;
+          const auto [k0, k1] = g.rows_inside(i);
+          const auto [l0, l1] = g.cols_inside(j);
           for (int pass = 0; pass < 2; ++pass)
-            for (std::int64_t ki = 0; ki < g.kh; ++ki) {
+            for (std::int64_t ki = k0; ki < k1; ++ki) {
               const std::int64_t y = g.row(i, ki);
-              if (y < 0 || y >= g.h) continue;
-              for (std::int64_t kj = 0; kj < g.kw; ++kj) {
+              for (std::int64_t kj = l0; kj < l1; ++kj) {
                 const std::int64_t xx = g.col(j, kj);
-                if (xx < 0 || xx >= g.w || !(plane[y * g.w + xx] == best)) continue;
+                if (!(plane[y * g.w + xx] == best)) continue;
                 if (pass == 0) ++ties;
                 else dst[y * g.w + xx] += tie_share(share, ties);
               }
