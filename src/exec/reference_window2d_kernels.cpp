@@ -39,12 +39,25 @@ Window2d window2d_of(const Node& n) {
 
 namespace {
 
-template <class T> std::vector<T> values_of(const Node& input) {
-  const Operand op = Operand::of(input);
-  std::vector<T> v(static_cast<std::size_t>(shape_numel(op.shape)));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = op.get<T>(static_cast<std::int64_t>(i));
-  return v;
-}
+// An input's values as a dense host array of T, in a kiln Buffer: an input too large for the
+// machine (a broadcast of hostile size) is kiln's out_of_memory error, not std::bad_alloc.
+template <class T> class DenseValues {
+ public:
+  DenseValues() = default;
+  explicit DenseValues(const Node& input) {
+    const Operand op = Operand::of(input);
+    buffer_ = std::make_shared<Buffer>(dtype_of_v<T>, shape_numel(op.shape));
+    T* d = buffer_->as<T>();
+    for (std::int64_t i = 0; i < buffer_->numel(); ++i) d[i] = op.get<T>(i);
+  }
+  const T* data() const { return buffer_ ? buffer_->as<T>() : nullptr; }
+  const T& operator[](std::int64_t i) const { return data()[i]; }
+
+ private:
+  std::shared_ptr<Buffer> buffer_;
+};
+
+template <class T> DenseValues<T> values_of(const Node& input) { return DenseValues<T>(input); }
 
 // Calls f(n, o, i, j, c, ki, kj, y, x) for every product term of a convolution whose input
 // position (y, x) lies inside the input.
@@ -104,7 +117,7 @@ template <class T> void conv_kernel(const Node& node, Buffer& out) {
 template <class T, class G> void pool_kernel(const Node& node, Buffer& out) {
   const Window2d g = window2d_of(node);
   const auto x = values_of<T>(*node.inputs[0]);
-  std::vector<G> grad;
+  DenseValues<G> grad;
   if (node.op == Op::max_pool2d_grad) grad = values_of<G>(*node.inputs[1]);
   G* o = out.as<G>();
   if (node.op == Op::max_pool2d_grad) std::fill(o, o + out.numel(), G{0});
