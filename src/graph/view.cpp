@@ -85,11 +85,17 @@ std::optional<std::vector<std::int64_t>> restride(const Shape& old_shape,
   std::int64_t tensor_numel = 1, view_numel = 1;
   for (std::int64_t d = static_cast<std::int64_t>(old_shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_shape[d];
+    // Strides of hostile views can be far outside any buffer: a product that overflows ends a
+    // chunk, and a new stride that would overflow makes the reshape a copy instead of a view.
+    std::int64_t contiguous_stride = 0;
     const bool chunk_ends =
-        d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_stride);
+        d == 0 ||
+        (old_shape[d - 1] != 1 &&
+         (__builtin_mul_overflow(tensor_numel, chunk_stride, &contiguous_stride) ||
+          old_strides[d - 1] != contiguous_stride));
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
-      out[view_d] = view_numel * chunk_stride;
+      if (__builtin_mul_overflow(view_numel, chunk_stride, &out[view_d])) return std::nullopt;
       view_numel *= new_shape[view_d];
       --view_d;
     }
