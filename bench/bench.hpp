@@ -25,7 +25,10 @@ enum class Kind {
   op_chain_lazy,   // x = x + 1 `ops` times on a tiny tensor, evaluated once at the end
   op_chain_eager,  // the same, every op evaluated
   mlp_step,        // one training step of a small MLP: forward, cross-entropy, backward, SGD
+  mlp_step_compiled,  // the same step as a kiln::Function (libtorch runs its eager step)
 };
+
+inline bool is_mlp_step(Kind k) { return k == Kind::mlp_step || k == Kind::mlp_step_compiled; }
 
 struct Workload {
   std::string name;

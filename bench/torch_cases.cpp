@@ -19,14 +19,14 @@ class TorchCase : public Case {
  public:
   TorchCase(const Workload& w, const Inputs& inputs) : w_(w) {
     for (std::size_t i = 0; i < inputs.size(); ++i) in_.push_back(leaf(inputs[i], w.inputs[i]));
-    if (w_.kind == Kind::mlp_step) {
+    if (is_mlp_step(w_.kind)) {
       for (std::size_t i = 1; i < in_.size(); ++i) in_[i].requires_grad_(true);
       labels_ = torch::arange(32, torch::kLong) % 10;
     }
   }
 
   void run() override {
-    if (w_.kind == Kind::mlp_step) return mlp_step();  // needs autograd
+    if (is_mlp_step(w_.kind)) return mlp_step();  // needs autograd
     c10::InferenceMode inference;
     out_ = torch::Tensor();
     out_ = compute();
@@ -59,7 +59,8 @@ class TorchCase : public Case {
         for (int i = 0; i < w_.ops; ++i) x = x + 1;
         return x;
       }
-      case Kind::mlp_step: break;  // run() calls mlp_step()
+      case Kind::mlp_step:
+      case Kind::mlp_step_compiled: break;  // run() calls mlp_step()
     }
     throw std::logic_error("kiln_bench: unknown workload kind");
   }

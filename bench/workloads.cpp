@@ -72,6 +72,8 @@ std::vector<Workload> all_workloads() {
   // all per-op overhead (graph building, differentiation, scheduling), not arithmetic.
   w.push_back(Workload{"MLP step 32x64-64-10, SGD (us/step)", Kind::mlp_step,
                        {{32, 64}, {64, 64}, {64}, {64, 10}, {10}}, 0, 0, 1, false});
+  w.push_back(Workload{"MLP step compiled, SGD (us/step)", Kind::mlp_step_compiled,
+                       {{32, 64}, {64, 64}, {64}, {64, 10}, {10}}, 0, 0, 1, false});
   return w;
 }
 

@@ -21,6 +21,18 @@ class Executor {
   // Computes the targets and every node they need that has no result yet. Results of
   // intermediate nodes that no Tensor handle refers to may be released after their last use.
   virtual void execute(std::span<detail::Node* const> targets) = 0;
+
+  // One graph made ready to be computed again and again (what kiln::compile runs): prepare()
+  // walks, keys and schedules the graph once, and each run() executes that schedule from the
+  // values its leaves hold then. Between runs only results may change: its leaves' (new input
+  // values) and those of the nodes it computes, which the caller clears before each run. The
+  // leaves must hold values when prepare() is called; prepare() computes the targets once.
+  class Prepared {
+   public:
+    virtual ~Prepared() = default;
+    virtual void run() = 0;
+  };
+  virtual std::unique_ptr<Prepared> prepare(std::span<detail::Node* const> targets);
   // Waits until every kernel it has queued on its device has finished. Reading values does
   // this by itself; a timing of device work needs it (the CPU executors never queue).
   virtual void synchronize() {}

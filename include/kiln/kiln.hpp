@@ -8,6 +8,7 @@
 #include "kiln/eager_mode.hpp"
 #include "kiln/error.hpp"
 #include "kiln/executor.hpp"
+#include "kiln/function.hpp"
 #include "kiln/graph.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/linalg.hpp"

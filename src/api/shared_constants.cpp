@@ -52,7 +52,10 @@ const Tensor& shared_constant(Scalar value) {
     return cache.back().leaf;
   }
   if (cache.size() == kConstants) cache.erase(cache.begin());
-  cache.push_back({value.dtype(), bits, scalar(value, value.dtype()), {}});
+  Tensor leaf = scalar(value, value.dtype());
+  // A literal of the program: marked, so that graph passes may take its value as known.
+  leaf.node()->attrs.store_kind = StoreKind::constant;
+  cache.push_back({value.dtype(), bits, std::move(leaf), {}});
   return cache.back().leaf;
 }
 

@@ -19,4 +19,6 @@ void evaluate(std::span<Node* const> nodes, Executor& executor);
 // kernels: a module's running statistics come from the training step's pass), unless something
 // reads it first. Symbolic nodes are never computed.
 void evaluate_later(std::shared_ptr<Node> node);
+// Whether KILN_DEBUG asks for schedules, fallbacks and rewrites on stderr.
+bool debug_enabled();
 }  // namespace kiln::detail

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "exec/cpu/parallel.hpp"
 #include "exec/evaluate.hpp"
@@ -100,6 +101,25 @@ void set_executor(std::shared_ptr<Executor> executor) {
   std::lock_guard lock(executor_mutex());
   executor_slot() = executor ? std::move(executor) : default_executor();
   executor_version.fetch_add(1, std::memory_order_release);
+}
+
+namespace {
+// For executors without a schedule to keep: each run is an ordinary execution.
+class ExecuteEachTime final : public Executor::Prepared {
+ public:
+  ExecuteEachTime(Executor& executor, std::span<detail::Node* const> targets)
+      : executor_(executor), targets_(targets.begin(), targets.end()) {}
+  void run() override { executor_.execute(targets_); }
+
+ private:
+  Executor& executor_;
+  std::vector<detail::Node*> targets_;
+};
+}  // namespace
+
+std::unique_ptr<Executor::Prepared> Executor::prepare(std::span<detail::Node* const> targets) {
+  execute(targets);
+  return std::make_unique<ExecuteEachTime>(*this, targets);
 }
 
 int num_threads() { return detail::thread_count(); }

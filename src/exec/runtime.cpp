@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/evaluate.hpp"
 #include "exec/kernel_profile.hpp"
 #include "exec/memory_policy.hpp"
 #include "exec/reference_kernels.hpp"
@@ -18,8 +19,6 @@
 
 namespace kiln::detail {
 
-namespace {
-
 bool debug_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("KILN_DEBUG");
@@ -27,6 +26,8 @@ bool debug_enabled() {
   }();
   return on;
 }
+
+namespace {
 
 class Runtime final : public Executor {
  public:
@@ -40,26 +41,30 @@ class Runtime final : public Executor {
     if (std::all_of(targets.begin(), targets.end(), [](Node* t) { return t->result != nullptr; }))
       return;
     backend_->begin_evaluation();
+    SchedulePlan& plan = schedule(targets, structure_);
+    plan.bind(structure_, kernels_);
+    debug_print(kernels_, plan_was_cached_);
+    run_kernels(structure_, plan, kernels_);
+  }
+
+  std::unique_ptr<Prepared> prepare(std::span<Node* const> targets) override;
+
+  void run_prepared(const GraphStructure& structure, SchedulePlan& plan,
+                    const std::vector<Kernel>& kernels) {
+    backend_->begin_evaluation();
+    run_kernels(structure, plan, kernels);
+  }
+
+  // The kernels of `plan`, bound to the nodes of `structure`, in order on the backend.
+  void run_kernels(const GraphStructure& structure, SchedulePlan& plan,
+                   const std::vector<Kernel>& kernels) {
     reuse_.clear();  // an evaluation that threw may have left offers behind
     references_.reset();
-    const ProfileTimer scheduling;
-    structure_.build(targets);
-    bool cached = false;
-    SchedulePlan& plan = cache_.plan(targets, structure_, cached);
-    plan.bind(structure_, kernels_);
-    const std::vector<Kernel>& kernels = kernels_;
-    if (scheduling.on()) profile_scheduling(scheduling.seconds());
-    if (debug_enabled() && !kernels.empty()) {
-      const std::string setup = backend_->setup();
-      std::cerr << "[kiln] schedule (" << backend_->name() << (setup.empty() ? "" : ", ") << setup
-                << (cached ? ", cached" : "") << "):\n"
-                << describe(kernels);
-    }
     // Results of kernels are released after their last reader unless a handle or a target
     // needs them.
     std::vector<int>& readers = readers_;
     readers.assign(plan.readers.begin(), plan.readers.end());
-    const std::vector<Node*>& nodes = structure_.nodes();
+    const std::vector<Node*>& nodes = structure.nodes();
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       const Kernel& k = kernels[i];
       KernelPlan& p = plan.kernels[i];
@@ -72,8 +77,9 @@ class Runtime final : public Executor {
         k.root->result = std::make_shared<Buffer>(k.root->dtype, 0);
         for (Node* s : k.stored) s->result = std::make_shared<Buffer>(s->dtype, 0);
       } else {
-        if (k.kind == Kernel::Kind::elementwise) reusable(k, structure_, plan, readers, references_, reuse_);
-        const KernelOutcome outcome = backend_->run({k, p, structure_, reuse_});
+        if (k.kind == Kernel::Kind::elementwise)
+          reusable(k, structure, plan, readers, references_, reuse_);
+        const KernelOutcome outcome = backend_->run({k, p, structure, reuse_});
         if (outcome == KernelOutcome::unsupported) host_fallback(k);
         if (!reuse_.empty()) release_taken_targets(k);
         fell_back = outcome != KernelOutcome::ran;
@@ -93,6 +99,23 @@ class Runtime final : public Executor {
   }
 
  private:
+  // The walk of the graph below the targets into `structure`, and its schedule from the cache.
+  SchedulePlan& schedule(std::span<Node* const> targets, GraphStructure& structure) {
+    const ProfileTimer scheduling;
+    structure.build(targets);
+    SchedulePlan& plan = cache_.plan(targets, structure, plan_was_cached_);
+    if (scheduling.on()) profile_scheduling(scheduling.seconds());
+    return plan;
+  }
+
+  void debug_print(const std::vector<Kernel>& kernels, bool cached) const {
+    if (!debug_enabled() || kernels.empty()) return;
+    const std::string setup = backend_->setup();
+    std::cerr << "[kiln] schedule (" << backend_->name() << (setup.empty() ? "" : ", ") << setup
+              << (cached ? ", cached" : "") << "):\n"
+              << describe(kernels);
+  }
+
   // The reference kernel of a one-node kernel the backend does not run, on the host.
   void host_fallback(const Kernel& k) {
     if (!k.body.empty() || !k.stored.empty())
@@ -124,10 +147,38 @@ class Runtime final : public Executor {
   // Per-evaluation scratch kept between evaluations (they are serialised), so that a repeated
   // small graph allocates nothing here.
   std::vector<Kernel> kernels_;
+  bool plan_was_cached_ = false;
   std::vector<int> readers_;
   std::vector<std::shared_ptr<Buffer>> reuse_;
   EvaluationReferences references_;
 };
+
+// A schedule with its own copy of the walk and the plan (the cache may drop its entry) and the
+// kernels bound once; each run only executes them.
+class PreparedSchedule final : public Executor::Prepared {
+ public:
+  PreparedSchedule(Runtime& runtime, GraphStructure structure, SchedulePlan plan)
+      : runtime_(runtime), structure_(std::move(structure)), plan_(std::move(plan)) {
+    plan_.bind(structure_, kernels_);
+  }
+  void run() override { runtime_.run_prepared(structure_, plan_, kernels_); }
+  const std::vector<Kernel>& kernels() const { return kernels_; }
+
+ private:
+  Runtime& runtime_;
+  GraphStructure structure_;
+  SchedulePlan plan_;
+  std::vector<Kernel> kernels_;
+};
+
+std::unique_ptr<Executor::Prepared> Runtime::prepare(std::span<Node* const> targets) {
+  GraphStructure structure;
+  SchedulePlan plan = schedule(targets, structure);
+  auto prepared = std::make_unique<PreparedSchedule>(*this, std::move(structure), std::move(plan));
+  debug_print(prepared->kernels(), plan_was_cached_);
+  prepared->run();
+  return prepared;
+}
 
 }  // namespace
 

@@ -22,6 +22,12 @@ const Buffer& host_values(const Node& n);
 // detached leaf).
 std::shared_ptr<Buffer> host_buffer(const Node& n);
 
+// The node's storage as it is, on whichever device holds it: for handing values from one node to
+// another without a transfer (a compiled function binds its arguments and states with it). Null
+// when the node holds no values; setting null releases them.
+inline const std::shared_ptr<Buffer>& storage_of(const Node& n) { return n.result; }
+inline void set_storage(Node& n, std::shared_ptr<Buffer> storage) { n.result = std::move(storage); }
+
 // Gives a leaf its values (creation from host data, loading files).
 void set_host_values(Node& n, std::shared_ptr<Buffer> values);
 
