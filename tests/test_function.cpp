@@ -281,6 +281,19 @@ TEST(GraphPasses, EachRewriteHappensAndSaysSo) {
   }
 }
 
+TEST(GraphPasses, AFoldThatGivesOneLetsTheProductGo) {
+  const Tensor x = kiln::placeholder({4}, DType::f32, "x");
+  const Tensor zero = kiln::constant(kiln::zeros({4}));
+  const kiln::Function f = compiled({x}, x * kiln::exp(zero), true);
+  const std::vector<std::string>& log = f.rewrites();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].rfind("fold: exp", 0), 0u) << log[0];
+  EXPECT_EQ(log[1].rfind("simplify: mul", 0), 0u) << log[1];
+  EXPECT_EQ(f.num_nodes(), 1u);  // x alone
+  const Tensor v = Tensor::from(Vf{-0.0f, 1.0f, std::numeric_limits<float>::quiet_NaN(), 3.0f});
+  EXPECT_EQ(bits(f(v)[0]), bits(v));
+}
+
 TEST(GraphPasses, InexactRewritesAreNotMade) {
   const Tensor x = kiln::placeholder({4}, DType::f32, "x");
   const Tensor v = Tensor::from(Vf{-0.0f, std::numeric_limits<float>::quiet_NaN(),

@@ -56,7 +56,8 @@ class Function {
   bool defined() const { return impl_ != nullptr; }
   std::size_t num_inputs() const;
   std::size_t num_outputs() const;
-  // Nodes in the compiled copy, and what the rewrite passes changed in it (one line each).
+  // The nodes of the compiled copy that its outputs and updates reach, and what the rewrite
+  // passes changed in it (one line each, as KILN_DEBUG prints them).
   std::size_t num_nodes() const;
   const std::vector<std::string>& rewrites() const;
 

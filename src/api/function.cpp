@@ -136,6 +136,22 @@ class GraphCopy {
   std::unordered_map<const Node*, NodePtr> copies_;
 };
 
+// The nodes the outputs and update values reach.
+std::size_t count_nodes(const Function::Impl& f) {
+  std::unordered_set<const Node*> reached;
+  std::vector<const Node*> stack;
+  for (const NodePtr& out : f.outputs) stack.push_back(out.get());
+  for (const auto& u : f.updates) stack.push_back(u.second.get());
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!reached.insert(n).second) continue;
+    for (const NodePtr& in : n->inputs) stack.push_back(in.get());
+    if (n->view_base) stack.push_back(n->view_base.get());
+  }
+  return reached.size();
+}
+
 }  // namespace
 
 Function compile(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
@@ -202,7 +218,7 @@ Function compile(const std::vector<Tensor>& inputs, const std::vector<Tensor>& o
     if (detail::debug_enabled())
       for (const std::string& line : f->rewrites) std::cerr << "[kiln] compile: " << line << "\n";
   }
-  f->nodes = f->arguments.size() + f->bound.size() + f->computed.size();
+  f->nodes = count_nodes(*f);
   auto target = [&](Node* n) {
     if (std::find(f->targets.begin(), f->targets.end(), n) == f->targets.end())
       f->targets.push_back(n);

@@ -183,11 +183,10 @@ NodePtr handle_of(const Node& n, const Node* target) {
   return nullptr;
 }
 
-}  // namespace
-
-std::vector<std::string> run_graph_passes(const std::vector<NodePtr*>& roots,
-                                          std::vector<NodePtr>& computed, Executor& executor) {
-  std::vector<std::string> log;
+// One round of the three passes; whether it changed anything.
+bool run_round(const std::vector<NodePtr*>& roots, std::vector<NodePtr>& computed,
+               Executor& executor, std::vector<std::string>& log) {
+  const std::size_t logged = log.size();
   std::unordered_map<const Node*, NodePtr> replaced;
   std::unordered_map<std::string, NodePtr> seen;
   Folding folding;
@@ -238,11 +237,9 @@ std::vector<std::string> run_graph_passes(const std::vector<NodePtr*>& roots,
     if (folds(root->get()) && !(*root)->is_view()) fold_roots.insert(root->get());
   if (!fold_roots.empty()) {
     std::vector<Node*> targets(fold_roots.begin(), fold_roots.end());
+    for (Node* n : targets) log.push_back("fold: " + label(*n) + " is a constant");
     evaluate(targets, executor);  // each becomes a leaf holding its values
-    for (Node* n : targets) {
-      n->attrs.store_kind = StoreKind::constant;
-      log.push_back("fold: " + label(*n) + " is a constant");
-    }
+    for (Node* n : targets) n->attrs.store_kind = StoreKind::constant;
   }
 
   // The nodes still computed: those the roots reach, in the order they had.
@@ -260,6 +257,20 @@ std::vector<std::string> run_graph_passes(const std::vector<NodePtr*>& roots,
   for (NodePtr& node : computed)
     if (reached.count(node.get()) != 0 && node->op != Op::store) still.push_back(node);
   computed.swap(still);
+  return log.size() != logged;
+}
+
+}  // namespace
+
+std::vector<std::string> run_graph_passes(const std::vector<NodePtr*>& roots,
+                                          std::vector<NodePtr>& computed, Executor& executor) {
+  // A fold can make room for a simplification (x * a constant that folds to 1), so rounds repeat
+  // while they change something, a few at most: each round is linear in the graph, and a chain
+  // of such chances that runs deeper than this is not worth the compile time.
+  constexpr int kMaxRounds = 4;
+  std::vector<std::string> log;
+  for (int round = 0; round < kMaxRounds && run_round(roots, computed, executor, log); ++round) {
+  }
   return log;
 }
 

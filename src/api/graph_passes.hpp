@@ -11,7 +11,8 @@
 //      is computed now, on the function's executor, and becomes a constant; not when its result
 //      would be larger than the constants it reads (a broadcast would only trade work for memory),
 //      nor sources (arange, random) or custom callables.
-// Each pass visits every node once, so the whole costs a few hash lookups per node.
+// Each round visits every node once (a few hash lookups per node); rounds repeat while they
+// change something, four at most (a fold can enable a simplification).
 #pragma once
 
 #include <string>
