@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/activations.hpp"
+#include "kiln/attention.hpp"
 #include "kiln/autodiff.hpp"
 #include "kiln/composite_ops.hpp"
 #include "kiln/custom.hpp"

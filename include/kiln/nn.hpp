@@ -557,6 +557,143 @@ class Upsample : public Module {
   UpsampleOptions options_;
 };
 
+// ---- attention and recurrent layers ---------------------------------------------------------------
+// Multi-head attention as PyTorch's MultiheadAttention, with its parameter names and layouts
+// (in_proj_weight [3E, E] holding the query, key and value projections, in_proj_bias [3E],
+// out_proj.weight [E, E], out_proj.bias [E]), so weights move to and from PyTorch. Inputs are
+// [L, N, E] (sequence first), [N, L, E] with batch_first, or [L, E] unbatched; key and value may
+// have another length S. Masks as in PyTorch's module: attn_mask [L, S] or [N * heads, L, S],
+// key_padding_mask [N, S]; for an integer (0/1) mask non-zero means "leave out", a float mask is
+// added to the scores. Dropout acts on the attention weights in training mode.
+struct AttentionMasks {
+  Tensor attn_mask;
+  Tensor key_padding_mask;
+  bool is_causal = false;  // query i attends to keys j <= i (instead of attn_mask)
+};
+struct AttentionOutput {
+  Tensor output;   // like the query
+  Tensor weights;  // [N, L, S] averaged over heads ([L, S] unbatched)
+};
+class MultiheadAttention : public Module {
+ public:
+  MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads, double dropout = 0.0,
+                     bool bias = true, bool batch_first = false);
+  // Self-attention: query, key and value are x.
+  Tensor forward(const Tensor& x) override;
+  AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                          const AttentionMasks& masks = {});
+  std::string describe() const override;
+  void reset_parameters() override;
+  std::int64_t embed_dim() const { return embed_; }
+  std::int64_t num_heads() const { return heads_; }
+
+ private:
+  std::int64_t embed_, heads_;
+  double dropout_;
+  bool batch_first_;
+  Parameter in_proj_weight_, in_proj_bias_;
+  std::shared_ptr<Linear> out_proj_;
+};
+
+// One encoder layer of a Transformer, as PyTorch's TransformerEncoderLayer (names self_attn.*,
+// linear1, linear2, norm1, norm2): self-attention and a feed-forward block of
+// dim_feedforward with the activation ("relu" or "gelu"), each with dropout, a residual
+// connection and LayerNorm, after (norm_first false, PyTorch's default) or before each block.
+struct TransformerEncoderLayerOptions {
+  std::int64_t dim_feedforward = 2048;
+  double dropout = 0.1;
+  std::string activation = "relu";
+  double layer_norm_eps = 1e-5;
+  bool batch_first = false;
+  bool norm_first = false;
+};
+class TransformerEncoderLayer : public Module {
+ public:
+  TransformerEncoderLayer(std::int64_t d_model, std::int64_t nhead,
+                          TransformerEncoderLayerOptions options = {});
+  Tensor forward(const Tensor& src) override;
+  Tensor forward(const Tensor& src, const AttentionMasks& masks);
+  std::string describe() const override;
+
+ private:
+  Tensor self_attention_block(const Tensor& x, const AttentionMasks& masks);
+  Tensor feed_forward_block(const Tensor& x);
+
+  std::int64_t d_model_, nhead_;
+  TransformerEncoderLayerOptions options_;
+  std::shared_ptr<MultiheadAttention> self_attn_;
+  std::shared_ptr<Linear> linear1_, linear2_;
+  std::shared_ptr<LayerNorm> norm1_, norm2_;
+  std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_;
+};
+
+// LSTM and GRU as PyTorch's, with its parameter names per layer k (weight_ih_l{k} [G * H, in],
+// weight_hh_l{k} [G * H, H], bias_ih_l{k}, bias_hh_l{k}; G = 4 gates i, f, g, o for the LSTM, 3
+// gates r, z, n for the GRU) and its initialisation U(-1/sqrt(H), 1/sqrt(H)). Inputs [L, N, in]
+// (sequence first), [N, L, in] with batch_first, or [L, in] unbatched; outputs the last layer's
+// hidden state at every step, and the final states [num_layers, N, H] ([num_layers, H]
+// unbatched). Missing initial states are zeros. Dropout, in training mode, acts on the outputs of
+// every layer but the last.
+struct RecurrentOptions {
+  std::int64_t num_layers = 1;
+  bool bias = true;
+  bool batch_first = false;
+  double dropout = 0.0;
+};
+struct LSTMState {
+  Tensor h;
+  Tensor c;
+};
+struct LSTMOutput {
+  Tensor output;
+  LSTMState state;
+};
+struct GRUOutput {
+  Tensor output;
+  Tensor h;
+};
+class RecurrentBase : public Module {
+ public:
+  std::int64_t input_size() const { return input_; }
+  std::int64_t hidden_size() const { return hidden_; }
+  const RecurrentOptions& options() const { return options_; }
+  void reset_parameters() override;
+
+ protected:
+  RecurrentBase(const char* kind, std::int64_t gates, std::int64_t input_size,
+                std::int64_t hidden_size, RecurrentOptions options);
+  // The input as [L, N, in], whether it was unbatched, and a state as [layers, N, H] (zeros
+  // when undefined).
+  Tensor sequence_first(const Tensor& x, bool& unbatched) const;
+  Tensor initial_state(const Tensor& given, const char* what, std::int64_t batch,
+                       bool unbatched, DType dtype) const;
+  Tensor restore_layout(const Tensor& output, bool unbatched) const;
+  Tensor dropped_between_layers(const Tensor& y, std::int64_t layer);
+  std::string describe_as(const char* kind) const;
+
+  const char* kind_;
+  std::int64_t gates_, input_, hidden_;
+  RecurrentOptions options_;
+  struct Layer {
+    Parameter w_ih, w_hh, b_ih, b_hh;
+  };
+  std::vector<Layer> layers_;
+};
+class LSTM : public RecurrentBase {
+ public:
+  LSTM(std::int64_t input_size, std::int64_t hidden_size, RecurrentOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  LSTMOutput forward(const Tensor& x, const LSTMState& state);
+  std::string describe() const override;
+};
+class GRU : public RecurrentBase {
+ public:
+  GRU(std::int64_t input_size, std::int64_t hidden_size, RecurrentOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  GRUOutput forward(const Tensor& x, const Tensor& h0);
+  std::string describe() const override;
+};
+
 // ---- losses ---------------------------------------------------------------------------------------
 // Mean over the batch of -log softmax(logits)[label]: logits [N, C], integer labels [N].
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels);

@@ -1,0 +1,187 @@
+// LSTM and GRU with PyTorch's parameter names, gate order and initialisation. The input
+// projections of every step are one matmul per layer; each step adds the recurrent product and
+// its gates, which fuse into a few elementwise kernels.
+#include <cmath>
+#include <sstream>
+
+#include "kiln/composite_ops.hpp"
+#include "kiln/nn.hpp"
+#include "kiln/ops.hpp"
+#include "kiln/random.hpp"
+#include "nn/checks.hpp"
+
+namespace kiln::nn {
+
+using checks::require;
+using checks::require_positive;
+
+RecurrentBase::RecurrentBase(const char* kind, std::int64_t gates, std::int64_t input_size,
+                             std::int64_t hidden_size, RecurrentOptions options)
+    : kind_(kind), gates_(gates), input_(input_size), hidden_(hidden_size), options_(options) {
+  require_positive(kind, "input_size", input_size);
+  require_positive(kind, "hidden_size", hidden_size);
+  require_positive(kind, "num_layers", options.num_layers);
+  require(options.dropout >= 0.0 && options.dropout < 1.0, ErrorCode::invalid_select,
+          std::string("nn::") + kind + ": dropout must be in [0, 1)");
+  for (std::int64_t k = 0; k < options.num_layers; ++k) {
+    const std::string l = "_l" + std::to_string(k);
+    const std::int64_t in = k == 0 ? input_size : hidden_size;
+    Layer layer;
+    layer.w_ih = register_parameter("weight_ih" + l, zeros({gates * hidden_size, in}));
+    layer.w_hh = register_parameter("weight_hh" + l, zeros({gates * hidden_size, hidden_size}));
+    if (options.bias) {
+      layer.b_ih = register_parameter("bias_ih" + l, zeros({gates * hidden_size}));
+      layer.b_hh = register_parameter("bias_hh" + l, zeros({gates * hidden_size}));
+    }
+    layers_.push_back(layer);
+  }
+  RecurrentBase::reset_parameters();
+}
+
+// Every weight and bias from U(-1/sqrt(H), 1/sqrt(H)), as PyTorch.
+void RecurrentBase::reset_parameters() {
+  const double b = 1.0 / std::sqrt(static_cast<double>(hidden_));
+  for (const Layer& layer : layers_)
+    for (const Parameter* p : {&layer.w_ih, &layer.w_hh, &layer.b_ih, &layer.b_hh})
+      if (p->defined()) p->set(uniform(p->shape(), -b, b));
+}
+
+Tensor RecurrentBase::sequence_first(const Tensor& x, bool& unbatched) const {
+  require(x.defined() && (x.rank() == 2 || x.rank() == 3) && x.size(-1) == input_ &&
+              x.size(options_.batch_first && x.rank() == 3 ? 1 : 0) > 0,
+          ErrorCode::incompatible_shapes,
+          std::string("nn::") + kind_ + "(" + std::to_string(input_) + " -> " +
+              std::to_string(hidden_) + "): input must be [L, N, " + std::to_string(input_) +
+              "] ([N, L, " + std::to_string(input_) + "] batch_first, [L, " +
+              std::to_string(input_) + "] unbatched) with L > 0, got " +
+              (x.defined() ? shape_to_string(x.shape()) : "<empty>"));
+  unbatched = x.rank() == 2;
+  if (unbatched) return x.unsqueeze(1);
+  return options_.batch_first ? x.transpose(0, 1) : x;
+}
+
+Tensor RecurrentBase::initial_state(const Tensor& given, const char* what, std::int64_t batch,
+                                    bool unbatched, DType dtype) const {
+  const Shape want =
+      unbatched ? Shape{options_.num_layers, hidden_} : Shape{options_.num_layers, batch, hidden_};
+  if (!given.defined()) return zeros({options_.num_layers, batch, hidden_}, dtype);
+  require(given.shape() == want, ErrorCode::incompatible_shapes,
+          std::string("nn::") + kind_ + ": the initial " + what + " must be " +
+              shape_to_string(want) + ", got " + shape_to_string(given.shape()));
+  return unbatched ? given.unsqueeze(1) : given;
+}
+
+Tensor RecurrentBase::restore_layout(const Tensor& output, bool unbatched) const {
+  if (unbatched) return output.squeeze(1);
+  return options_.batch_first ? output.transpose(0, 1) : output;
+}
+
+Tensor RecurrentBase::dropped_between_layers(const Tensor& y, std::int64_t layer) {
+  if (!is_training() || options_.dropout == 0.0 || layer + 1 == options_.num_layers) return y;
+  return dropout(y, options_.dropout, next_seed()) *
+         static_cast<float>(1.0 / (1.0 - options_.dropout));
+}
+
+std::string RecurrentBase::describe_as(const char* kind) const {
+  std::ostringstream s;
+  s << kind << "(" << input_ << " -> " << hidden_ << ", " << options_.num_layers
+    << (options_.num_layers == 1 ? " layer" : " layers") << (options_.bias ? "" : ", no bias")
+    << (options_.batch_first ? ", batch_first" : "");
+  if (options_.dropout > 0) s << ", dropout " << options_.dropout;
+  s << ")";
+  return s.str();
+}
+
+namespace {
+
+// The input projections of every step at once: [L, N, in] -> [L, N, G * H], with the biases
+// that are added at every step.
+Tensor input_projection(const Tensor& x, const Parameter& w, const Parameter& b) {
+  const Tensor p = matmul(x, w.value().transpose(0, 1));
+  return b.defined() ? p + b.value() : p;
+}
+
+Tensor recurrent_product(const Tensor& h, const Parameter& w, const Parameter& b) {
+  const Tensor p = matmul(h, w.value().transpose(0, 1));
+  return b.defined() ? p + b.value() : p;
+}
+
+Tensor unbatched_state(const Tensor& s, bool unbatched) { return unbatched ? s.squeeze(1) : s; }
+
+}  // namespace
+
+// ---- LSTM
+// -------------------------------------------------------------------------------------------
+
+LSTM::LSTM(std::int64_t input_size, std::int64_t hidden_size, RecurrentOptions options)
+    : RecurrentBase("LSTM", 4, input_size, hidden_size, options) {}
+
+Tensor LSTM::forward(const Tensor& x) { return forward(x, LSTMState{}).output; }
+
+LSTMOutput LSTM::forward(const Tensor& x, const LSTMState& state) {
+  bool unbatched = false;
+  Tensor input = sequence_first(x, unbatched);
+  const std::int64_t batch = input.size(1);
+  const DType dtype = is_float(x.dtype()) ? x.dtype() : DType::f32;
+  const Tensor h0 = initial_state(state.h, "h", batch, unbatched, dtype);
+  const Tensor c0 = initial_state(state.c, "c", batch, unbatched, dtype);
+  std::vector<Tensor> hn, cn;
+  for (std::size_t k = 0; k < layers_.size(); ++k) {
+    const Layer& layer = layers_[k];
+    const Tensor projected = input_projection(input, layer.w_ih, layer.b_ih);
+    Tensor h = unbind(h0, 0)[k];
+    Tensor c = unbind(c0, 0)[k];
+    std::vector<Tensor> outputs;
+    for (const Tensor& xt : unbind(projected, 0)) {
+      const std::vector<Tensor> g = chunk(xt + recurrent_product(h, layer.w_hh, layer.b_hh), 4, 1);
+      c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
+      h = sigmoid(g[3]) * tanh(c);
+      outputs.push_back(h);
+    }
+    input = dropped_between_layers(stack(outputs, 0), static_cast<std::int64_t>(k));
+    hn.push_back(h);
+    cn.push_back(c);
+  }
+  return {restore_layout(input, unbatched),
+          {unbatched_state(stack(hn, 0), unbatched), unbatched_state(stack(cn, 0), unbatched)}};
+}
+
+std::string LSTM::describe() const { return describe_as("LSTM"); }
+
+// ---- GRU
+// --------------------------------------------------------------------------------------------
+
+GRU::GRU(std::int64_t input_size, std::int64_t hidden_size, RecurrentOptions options)
+    : RecurrentBase("GRU", 3, input_size, hidden_size, options) {}
+
+Tensor GRU::forward(const Tensor& x) { return forward(x, Tensor()).output; }
+
+GRUOutput GRU::forward(const Tensor& x, const Tensor& h0_given) {
+  bool unbatched = false;
+  Tensor input = sequence_first(x, unbatched);
+  const DType dtype = is_float(x.dtype()) ? x.dtype() : DType::f32;
+  const Tensor h0 = initial_state(h0_given, "h", input.size(1), unbatched, dtype);
+  std::vector<Tensor> hn;
+  for (std::size_t k = 0; k < layers_.size(); ++k) {
+    const Layer& layer = layers_[k];
+    const Tensor projected = input_projection(input, layer.w_ih, layer.b_ih);
+    Tensor h = unbind(h0, 0)[k];
+    std::vector<Tensor> outputs;
+    for (const Tensor& xt : unbind(projected, 0)) {
+      const std::vector<Tensor> gx = chunk(xt, 3, 1);
+      const std::vector<Tensor> gh = chunk(recurrent_product(h, layer.w_hh, layer.b_hh), 3, 1);
+      const Tensor r = sigmoid(gx[0] + gh[0]);
+      const Tensor z = sigmoid(gx[1] + gh[1]);
+      const Tensor n = tanh(gx[2] + r * gh[2]);
+      h = (1.0f - z) * n + z * h;
+      outputs.push_back(h);
+    }
+    input = dropped_between_layers(stack(outputs, 0), static_cast<std::int64_t>(k));
+    hn.push_back(h);
+  }
+  return {restore_layout(input, unbatched), unbatched_state(stack(hn, 0), unbatched)};
+}
+
+std::string GRU::describe() const { return describe_as("GRU"); }
+
+}  // namespace kiln::nn
