@@ -9,13 +9,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::node_of(b, "matmul");
   const Shape &sa = a.shape(), &sb = b.shape();
   const auto mismatch = [&](ErrorCode code, const std::string& why) {
-    detail::fail(code, "matmul",
-                 why + " " + shape_to_string(sa) + " and " + shape_to_string(sb));
+    detail::fail(code, "matmul", why + " " + shape_to_string(sa) + " and " + shape_to_string(sb));
   };
   if (sa.size() < 2 || sb.size() < 2)
     mismatch(ErrorCode::illegal_dimensionality, "needs at least 2 dimensions, got");
   const std::int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
   if (sb[sb.size() - 2] != k) mismatch(ErrorCode::incompatible_shapes, "incompatible shapes");
+  // [..., M, K] @ [K, N] is one [(...) * M, K] @ [K, N] product, as libtorch computes it: one
+  // large GEMM instead of a batch of small ones, and a weight gradient from one product rather
+  // than a batch of products summed.
+  if (sb.size() == 2 && sa.size() > 2 && a.numel() > 0) {
+    Shape out(sa.begin(), sa.end() - 1);
+    out.push_back(n);
+    return matmul(a.reshape({a.numel() / k, k}), b).reshape(std::move(out));
+  }
   // The batch dimensions broadcast as NumPy's do (aligned at the right).
   const Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
   const std::size_t rank = std::max(ba.size(), bb.size());
@@ -47,9 +54,9 @@ Tensor dot(const Tensor& a, const Tensor& b) {
                  "needs two vectors, got " + shape_to_string(a.shape()) + " and " +
                      shape_to_string(b.shape()));
   if (a.shape() != b.shape())
-    detail::fail(ErrorCode::incompatible_shapes, "dot",
-                 "incompatible shapes " + shape_to_string(a.shape()) + " and " +
-                     shape_to_string(b.shape()));
+    detail::fail(
+        ErrorCode::incompatible_shapes, "dot",
+        "incompatible shapes " + shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()));
   return sum(mul(a, b));
 }
 
