@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/data_loader.hpp"
 #include "kiln/tensor.hpp"
 
 namespace kiln::data {

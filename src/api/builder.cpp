@@ -115,7 +115,12 @@ Tensor new_node(Op op, DType dtype, Shape shape, std::vector<NodePtr> inputs,
   check_shape(op_info(op).name, shape);
   check_operand_types(op, dtype, inputs);
   Tensor t;
-  {
+  if (inputs.empty()) {
+    // A leaf or source reads no shared node, so it needs no lock: a thread preparing data (a
+    // DataLoader's) does not wait for an evaluation on another thread, nor hold that one up.
+    t = finish(std::make_shared<Node>(op, dtype, std::move(shape), std::move(inputs),
+                                      std::forward<MaybeAttrs>(attrs)...));
+  } else {
     GraphReadLock lock;
     t = finish(std::make_shared<Node>(op, dtype, std::move(shape), std::move(inputs),
                                       std::forward<MaybeAttrs>(attrs)...));

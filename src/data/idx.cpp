@@ -12,6 +12,7 @@
 #include <new>
 #include <random>
 
+#include "data/epoch_order.hpp"
 #include "kiln/data.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/ops.hpp"
@@ -276,22 +277,7 @@ BatchIterator::BatchIterator(Dataset data, std::int64_t batch_size, bool shuffle
 }
 
 void BatchIterator::start_epoch(std::int64_t epoch) {
-  const std::int64_t n = data_.size();
-  order_.resize(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) order_[static_cast<std::size_t>(i)] = i;
-  if (shuffle_) {
-    // Fisher-Yates with our own index draws, so the order is the same with every standard
-    // library (std::shuffle and the distributions are implementation-defined).
-    std::mt19937_64 rng(seed_ * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(epoch) + 1);
-    for (std::int64_t i = n - 1; i > 0; --i) {
-      const std::uint64_t bound = static_cast<std::uint64_t>(i) + 1;
-      const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() -
-                                  std::numeric_limits<std::uint64_t>::max() % bound;
-      std::uint64_t r;
-      do r = rng(); while (r >= limit);
-      std::swap(order_[static_cast<std::size_t>(i)], order_[static_cast<std::size_t>(r % bound)]);
-    }
-  }
+  order_ = epoch_order(data_.size(), shuffle_, seed_, epoch);
   position_ = 0;
   batch_index_ = 0;
 }
