@@ -1,4 +1,4 @@
-// Attention, Transformer encoder layers and recurrent layers against PyTorch's values: the fixture
+// Every layer, loss and optimiser of kiln::nn against PyTorch's values: the fixture
 // (tests/data/make_torch_layer_fixtures.py, written with PyTorch 1.13) holds each case's
 // parameters, inputs, outputs, and the gradients of a weighted sum of the outputs with respect to
 // every input and parameter. kiln loads the parameters by PyTorch's names, computes the same
@@ -153,6 +153,186 @@ TEST(TorchValues, GruTwoLayersSequenceFirst) {
     const nn::GRUOutput o = gru.forward(in["x"], in["h0"]);
     return std::map<std::string, Tensor>{{"output", o.output}, {"h", o.h}};
   });
+}
+
+// Every other layer, with weights drawn by PyTorch, in training mode.
+TEST(TorchValues, Layers) {
+  struct Case {
+    std::string name;
+    std::function<std::shared_ptr<nn::Module>()> make;
+  };
+  using nn::UpsampleOptions;
+  const std::vector<Case> cases = {
+      {"linear", [] { return std::make_shared<nn::Linear>(5, 3); }},
+      {"conv2d", [] { return std::make_shared<nn::Conv2d>(4, 6, 3, 2, 1, true, 1, 2); }},
+      {"conv2d_dilated", [] { return std::make_shared<nn::Conv2d>(3, 2, 3, 1, 2, true, 2); }},
+      {"conv1d", [] { return std::make_shared<nn::Conv1d>(3, 4, 3, 2, 1); }},
+      {"conv_transpose2d",
+       [] { return std::make_shared<nn::ConvTranspose2d>(4, 6, 3, 2, 1, 1, true, 1, 2); }},
+      {"batch_norm2d", [] { return std::make_shared<nn::BatchNorm2d>(3); }},
+      {"batch_norm1d", [] { return std::make_shared<nn::BatchNorm1d>(6); }},
+      {"layer_norm",
+       [] {
+         return std::make_shared<nn::LayerNorm>(kiln::Shape{4, 5});
+       }},
+      {"group_norm", [] { return std::make_shared<nn::GroupNorm>(2, 6); }},
+      {"max_pool2d", [] { return std::make_shared<nn::MaxPool2d>(2); }},
+      {"avg_pool2d", [] { return std::make_shared<nn::AvgPool2d>(3, 2, 1); }},
+      {"adaptive_avg_pool2d",
+       [] {
+         return std::make_shared<nn::AdaptiveAvgPool2d>(std::array<std::int64_t, 2>{3, 2});
+       }},
+      {"upsample_nearest",
+       [] {
+         return std::make_shared<nn::Upsample>(UpsampleOptions{.size = {7, 5}});
+       }},
+      {"upsample_bilinear",
+       [] {
+         return std::make_shared<nn::Upsample>(
+             UpsampleOptions{.scale_factor = 2, .mode = kiln::InterpolateMode::bilinear});
+       }},
+      {"upsample_bilinear_corners",
+       [] {
+         return std::make_shared<nn::Upsample>(UpsampleOptions{
+             .size = {7, 5}, .mode = kiln::InterpolateMode::bilinear, .align_corners = true});
+       }},
+      {"gelu", [] { return std::make_shared<nn::GELU>(); }},
+      {"silu", [] { return std::make_shared<nn::SiLU>(); }},
+      {"tanh", [] { return std::make_shared<nn::Tanh>(); }},
+      {"sigmoid", [] { return std::make_shared<nn::Sigmoid>(); }},
+      {"leaky_relu", [] { return std::make_shared<nn::LeakyReLU>(0.2); }},
+      {"softmax", [] { return std::make_shared<nn::Softmax>(1); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::shared_ptr<nn::Module> m = c.make();
+    load_case(*m, c.name);
+    check_case(c.name, m.get(), {"x"}, [&](std::map<std::string, Tensor>& in) {
+      return std::map<std::string, Tensor>{{"output", (*m)(in["x"])}};
+    });
+    for (const auto& [name, buffer] : m->named_buffers())
+      if (fixture().contains(c.name + ".out." + name))
+        expect_close(buffer.value(), get(c.name + ".out." + name), c.name + " " + name);
+  }
+  nn::Embedding embedding(10, 4);
+  load_case(embedding, "embedding");
+  check_case("embedding", &embedding, {}, [&](std::map<std::string, Tensor>&) {
+    return std::map<std::string, Tensor>{{"output", embedding(get("embedding.in.indices"))}};
+  });
+}
+
+TEST(TorchValues, Losses) {
+  using nn::Reduction;
+  const Tensor t = get("loss.t"), b = get("loss.b"), labels = get("loss.labels");
+  const Tensor weight = get("loss.weight"), target_p = get("loss.target_p");
+  struct Case {
+    std::string name, wrt;
+    std::function<Tensor(const Tensor&)> loss;
+  };
+  const std::vector<Case> cases = {
+      {"mse", "x", [&](const Tensor& x) { return nn::mse_loss(x, t); }},
+      {"mse_sum", "x", [&](const Tensor& x) { return nn::mse_loss(x, t, Reduction::sum); }},
+      {"l1", "x", [&](const Tensor& x) { return nn::l1_loss(x, t); }},
+      {"smooth_l1", "x",
+       [&](const Tensor& x) { return nn::smooth_l1_loss(x, t, Reduction::mean, 0.5); }},
+      {"huber", "x", [&](const Tensor& x) { return nn::huber_loss(x, t, Reduction::mean, 0.3); }},
+      {"bce", "p", [&](const Tensor& p) { return nn::binary_cross_entropy(p, b); }},
+      {"bce_logits", "x",
+       [&](const Tensor& x) {
+         return nn::binary_cross_entropy_with_logits(
+             x, b, Reduction::mean, Tensor::from(std::vector<float>{1, 2, 0.5f, 1, 3}));
+       }},
+      {"nll", "log_p",
+       [&](const Tensor& lp) {
+         return nn::nll_loss(lp, Tensor::from(std::vector<std::int64_t>{0, 4, 2, 1}),
+                             {.weight = weight});
+       }},
+      {"cross_entropy", "logits",
+       [&](const Tensor& z) {
+         return nn::cross_entropy(z, labels, {.weight = weight, .label_smoothing = 0.1});
+       }},
+      {"cross_entropy_none", "logits",
+       [&](const Tensor& z) {
+         return kiln::sum(nn::cross_entropy(z, kiln::maximum(labels, kiln::zeros_like(labels)),
+                                            {.reduction = Reduction::none}));
+       }},
+      {"kl_div", "log_p",
+       [&](const Tensor& lp) { return nn::kl_div(lp, target_p, Reduction::batchmean); }},
+  };
+  for (const Case& c : cases) {
+    const Tensor x = get("loss." + c.wrt).clone().eval().watch();
+    Tensor value;
+    {
+      kiln::GradientContext context;
+      value = c.loss(x);
+    }
+    expect_close(value.reshape({1}), get("loss." + c.name + ".value"), c.name);
+    expect_close(kiln::gradient(value, x), get("loss." + c.name + ".grad"), c.name + " gradient");
+  }
+}
+
+// Three steps of each optimiser on the gradients PyTorch's took (fed as loss = sum(p * g)).
+TEST(TorchValues, Optimisers) {
+  struct Case {
+    std::string name;
+    std::function<std::unique_ptr<nn::Optimizer>(nn::Parameter)> make;
+  };
+  const std::vector<Case> cases = {
+      {"sgd",
+       [](nn::Parameter p) {
+         return std::make_unique<nn::SGD>(std::vector{p}, nn::SGDOptions{.lr = 0.1});
+       }},
+      {"sgd_momentum",
+       [](nn::Parameter p) {
+         return std::make_unique<nn::SGD>(
+             std::vector{p},
+             nn::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .dampening = 0.1});
+       }},
+      {"sgd_nesterov",
+       [](nn::Parameter p) {
+         return std::make_unique<nn::SGD>(
+             std::vector{p}, nn::SGDOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true});
+       }},
+      {"adam",
+       [](nn::Parameter p) {
+         return std::make_unique<nn::Adam>(std::vector{p},
+                                           nn::AdamOptions{.lr = 0.01, .weight_decay = 0.01});
+       }},
+      {"adamw",
+       [](nn::Parameter p) {
+         return std::make_unique<nn::AdamW>(std::vector{p},
+                                            nn::AdamWOptions{.lr = 0.01, .weight_decay = 0.1});
+       }},
+      {"rmsprop",
+       [](nn::Parameter p) {
+         return std::make_unique<nn::RMSprop>(
+             std::vector{p},
+             nn::RMSpropOptions{
+                 .lr = 0.01, .weight_decay = 0.01, .momentum = 0.5, .centered = true});
+       }},
+      {"adagrad",
+       [](nn::Parameter p) {
+         return std::make_unique<nn::Adagrad>(std::vector{p},
+                                              nn::AdagradOptions{.lr = 0.1,
+                                                                 .lr_decay = 0.01,
+                                                                 .weight_decay = 0.01,
+                                                                 .initial_accumulator_value = 0.1});
+       }},
+  };
+  for (const Case& c : cases) {
+    const nn::Parameter p("p", get("optim.start").clone());
+    const std::unique_ptr<nn::Optimizer> optimizer = c.make(p);
+    for (int i = 0; i < 3; ++i) {
+      Tensor loss;
+      {
+        kiln::GradientContext context;
+        loss = kiln::sum(p.value() * get("optim.grad" + std::to_string(i)));
+      }
+      optimizer->step(loss);
+      expect_close(p.value(), get("optim." + c.name + ".step" + std::to_string(i)),
+                   c.name + " step " + std::to_string(i));
+    }
+  }
 }
 
 // The parameter names and shapes are PyTorch's, in its order.
