@@ -1,7 +1,8 @@
-// Reverse-mode automatic differentiation. Mark variables with Tensor::watch(), build the
-// function inside a GradientContext, then ask for gradients: the backward pass is itself a lazy
-// graph of ordinary ops, so it is evaluated like any graph and can be differentiated again when
-// it is built inside a gradient context (second derivatives).
+/// @file
+/// Reverse-mode automatic differentiation. Mark variables with Tensor::watch(), build the
+/// function inside a GradientContext, then ask for gradients: the backward pass is itself a lazy
+/// graph of ordinary ops, so it is evaluated like any graph and can be differentiated again when
+/// it is built inside a gradient context (second derivatives).
 #pragma once
 
 #include <vector>
@@ -11,11 +12,11 @@
 
 namespace kiln {
 
-// The gradient of sum(y) with respect to each x: one tensor per x with x's shape, f32 when y and
-// x are f32, else f64. A variable y does not depend on is given zeros. Errors (illegal_derive):
-// an x that is not watched, a y built outside a gradient context, an op without a derivative
-// (map_elements without one, reduce_rows).
-// Ties of min/max (reductions and elementwise) share the gradient equally; abs'(0) = 0.
+/// The gradient of sum(y) with respect to each x: one tensor per x with x's shape, f32 when y and
+/// x are f32, else f64. A variable y does not depend on is given zeros. Errors (illegal_derive):
+/// an x that is not watched, a y built outside a gradient context, an op without a derivative
+/// (map_elements without one, reduce_rows).
+/// Ties of min/max (reductions and elementwise) share the gradient equally; abs'(0) = 0.
 std::vector<Tensor> gradients(const Tensor& y, const std::vector<Tensor>& xs);
 Tensor gradient(const Tensor& y, const Tensor& x);
 

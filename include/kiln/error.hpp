@@ -1,5 +1,6 @@
-// kiln::Error: the one exception type kiln throws, carrying a category and a message
-// that names the op and its operand shapes.
+/// @file
+/// kiln::Error: the one exception type kiln throws, carrying a category and a message
+/// that names the op and its operand shapes.
 #pragma once
 
 #include <stdexcept>
@@ -9,16 +10,16 @@
 
 namespace kiln {
 
-// The categories of the Flint C API's FErrorType, in the same order.
+/// The categories of the Flint C API's FErrorType, in the same order.
 enum class ErrorCode {
   none = 0,
-  wrong_type,              // e.g. an integer-only op on a float tensor
-  illegal_dimension,       // an axis or dimension argument outside the legal range
-  illegal_dimensionality,  // the rank of an operand does not suit the op
-  incompatible_shapes,     // operand shapes do not fit together
-  invalid_select,          // an index, slice or window outside the tensor
+  wrong_type,              ///< e.g. an integer-only op on a float tensor
+  illegal_dimension,       ///< an axis or dimension argument outside the legal range
+  illegal_dimensionality,  ///< the rank of an operand does not suit the op
+  incompatible_shapes,     ///< operand shapes do not fit together
+  invalid_select,          ///< an index, slice or window outside the tensor
   ocl_error,
-  internal_error,          // a kiln bug: please report it
+  internal_error,          ///< a kiln bug: please report it
   out_of_memory,
   illegal_derive,
   io_error,
@@ -36,7 +37,7 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
-// "[2,3]": how shapes appear in error messages and printouts.
+/// "[2,3]": how shapes appear in error messages and printouts.
 std::string shape_to_string(const Shape& s);
 
 }  // namespace kiln

@@ -1,5 +1,6 @@
-// Executors compute graph nodes. The reference executor is plain per-op code that serves as the
-// oracle for every faster executor.
+/// @file
+/// Executors compute graph nodes. The reference executor is plain per-op code that serves as the
+/// oracle for every faster executor.
 #pragma once
 
 #include <memory>
@@ -18,53 +19,53 @@ class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::string_view name() const = 0;
-  // Computes the targets and every node they need that has no result yet. Results of
-  // intermediate nodes that no Tensor handle refers to may be released after their last use.
+  /// Computes the targets and every node they need that has no result yet. Results of
+  /// intermediate nodes that no Tensor handle refers to may be released after their last use.
   virtual void execute(std::span<detail::Node* const> targets) = 0;
 
-  // One graph made ready to be computed again and again (what kiln::compile runs): prepare()
-  // walks, keys and schedules the graph once, and each run() executes that schedule from the
-  // values its leaves hold then. Between runs only results may change: its leaves' (new input
-  // values) and those of the nodes it computes, which the caller clears before each run. The
-  // leaves must hold values when prepare() is called; prepare() computes the targets once.
+  /// One graph made ready to be computed again and again (what kiln::compile runs): prepare()
+  /// walks, keys and schedules the graph once, and each run() executes that schedule from the
+  /// values its leaves hold then. Between runs only results may change: its leaves' (new input
+  /// values) and those of the nodes it computes, which the caller clears before each run. The
+  /// leaves must hold values when prepare() is called; prepare() computes the targets once.
   class Prepared {
    public:
     virtual ~Prepared() = default;
     virtual void run() = 0;
   };
   virtual std::unique_ptr<Prepared> prepare(std::span<detail::Node* const> targets);
-  // Waits until every kernel it has queued on its device has finished. Reading values does
-  // this by itself; a timing of device work needs it (the CPU executors never queue).
+  /// Waits until every kernel it has queued on its device has finished. Reading values does
+  /// this by itself; a timing of device work needs it (the CPU executors never queue).
   virtual void synchronize() {}
 };
 
-// Plain per-op code, the oracle.
+/// Plain per-op code, the oracle.
 std::shared_ptr<Executor> reference_executor();
-// Fused, vectorised and multi-threaded; the default.
+/// Fused, vectorised and multi-threaded; the default.
 std::shared_ptr<Executor> cpu_executor();
-// Generated OpenCL C kernels on an OpenCL device (KILN_OPENCL_DEVICE picks one by a part of its
-// name; default: the first GPU, else the first device). Throws kiln::Error(ocl_error) when kiln
-// was built without OpenCL or no device is present.
+/// Generated OpenCL C kernels on an OpenCL device (KILN_OPENCL_DEVICE picks one by a part of its
+/// name; default: the first GPU, else the first device). Throws kiln::Error(ocl_error) when kiln
+/// was built without OpenCL or no device is present.
 std::shared_ptr<Executor> opencl_executor();
-// The OpenCL devices present, one line each: "platform:index name (type), OpenCL version" (the
-// "platform:index" form is what KILN_OPENCL_DEVICE accepts besides a part of the name). Empty
-// when kiln was built without OpenCL or no platform is installed.
+/// The OpenCL devices present, one line each: "platform:index name (type), OpenCL version" (the
+/// "platform:index" form is what KILN_OPENCL_DEVICE accepts besides a part of the name). Empty
+/// when kiln was built without OpenCL or no platform is installed.
 std::vector<std::string> opencl_devices();
-// Every executor kiln has (OpenCL where a device is present), the reference executor (the
-// oracle) first. A new backend is added
-// here; the registry-driven op test (tests/test_registry_ops.cpp) then runs every op on it
-// against the reference, and KILN_EXECUTOR=<its name> makes it the default.
+/// Every executor kiln has (OpenCL where a device is present), the reference executor (the
+/// oracle) first. A new backend is added
+/// here; the registry-driven op test (tests/test_registry_ops.cpp) then runs every op on it
+/// against the reference, and `KILN_EXECUTOR=<its name>` makes it the default.
 std::vector<std::shared_ptr<Executor>> executors();
-// The executor of that name (as KILN_EXECUTOR names them); an unknown name is an invalid_select
-// error that lists the names.
+/// The executor of that name (as KILN_EXECUTOR names them); an unknown name is an invalid_select
+/// error that lists the names.
 std::shared_ptr<Executor> find_executor(std::string_view name);
-// The executor eval() uses: cpu_executor(), or the one named by the environment variable
-// KILN_EXECUTOR (reference, cpu or opencl) at start-up, until set_executor() picks another.
+/// The executor eval() uses: cpu_executor(), or the one named by the environment variable
+/// KILN_EXECUTOR (reference, cpu or opencl) at start-up, until set_executor() picks another.
 std::shared_ptr<Executor> current_executor();
 void set_executor(std::shared_ptr<Executor> executor);
 
-// Threads the CPU executor uses, the calling thread included (default: the number of cores, or
-// the environment variable KILN_NUM_THREADS).
+/// Threads the CPU executor uses, the calling thread included (default: the number of cores, or
+/// the environment variable KILN_NUM_THREADS).
 int num_threads();
 void set_num_threads(int threads);
 

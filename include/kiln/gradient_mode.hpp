@@ -1,11 +1,12 @@
-// Gradient contexts (kiln/autodiff.hpp includes this header): whether the nodes a thread builds
-// are kept for differentiation.
+/// @file
+/// Gradient contexts (kiln/autodiff.hpp includes this header): whether the nodes a thread builds
+/// are kept for differentiation.
 #pragma once
 
 namespace kiln {
 
-// While at least one GradientContext lives on a thread, the nodes that thread builds are
-// differentiable (the mode is per thread, as PyTorch's grad mode).
+/// While at least one GradientContext lives on a thread, the nodes that thread builds are
+/// differentiable (the mode is per thread, as PyTorch's grad mode).
 class GradientContext {
  public:
   GradientContext();
@@ -14,7 +15,7 @@ class GradientContext {
   GradientContext& operator=(const GradientContext&) = delete;
 };
 bool in_gradient_context();
-// The same as a GradientContext's constructor and destructor, for code without scopes (C API).
+/// The same as a GradientContext's constructor and destructor, for code without scopes (C API).
 void start_gradient_context();
 void stop_gradient_context();
 

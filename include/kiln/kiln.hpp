@@ -1,4 +1,5 @@
-// kiln: lazily evaluated tensor graphs. Include this one header for the whole C++ API.
+/// @file
+/// kiln: lazily evaluated tensor graphs. Include this one header for the whole C++ API.
 #pragma once
 
 #include "kiln/activations.hpp"

@@ -1,16 +1,17 @@
-// The op set of kiln as free functions. Every function only builds a graph node: shape, type and
-// argument errors are thrown here as kiln::Error; nothing runs until a result is read.
-//
-// Conventions:
-// - Axes may be negative (counted from the end).
-// - Binary ops broadcast as NumPy and libtorch do: shapes aligned at the right, dimensions of
-//   size 1 and missing leading dimensions repeat; shapes that do not fit are an
-//   incompatible_shapes error. An operand marked with inverse_broadcast() is aligned at the left
-//   instead (Flint's inverse broadcasting, e.g. [2,3] + [2] adds along dimension 0). Nothing is
-//   copied to broadcast. (The C API keeps Flint's rule: the left where the right does not fit.)
-// - Tensor types promote to the larger operand type (i32 < i64 < f32 < f64). A Scalar is weak:
-//   it takes the tensor's type (`x_f32 * 2.0` is f32, `x_i32 + 1L` is i32), except that a floating
-//   scalar with an integer tensor gives default_dtype() (`x_i32 * 0.5` is f32).
+/// @file
+/// The op set of kiln as free functions. Every function only builds a graph node: shape, type and
+/// argument errors are thrown here as kiln::Error; nothing runs until a result is read.
+///
+/// Conventions:
+/// - Axes may be negative (counted from the end).
+/// - Binary ops broadcast as NumPy and libtorch do: shapes aligned at the right, dimensions of
+///   size 1 and missing leading dimensions repeat; shapes that do not fit are an
+///   incompatible_shapes error. An operand marked with inverse_broadcast() is aligned at the left
+///   instead (Flint's inverse broadcasting, e.g. [2,3] + [2] adds along dimension 0). Nothing is
+///   copied to broadcast. (The C API keeps Flint's rule: the left where the right does not fit.)
+/// - Tensor types promote to the larger operand type (i32 < i64 < f32 < f64). A Scalar is weak:
+///   it takes the tensor's type (`x_f32 * 2.0` is f32, `x_i32 + 1L` is i32), except that a floating
+///   scalar with an integer tensor gives default_dtype() (`x_i32 * 0.5` is f32).
 #pragma once
 
 #include <cstdint>
@@ -21,53 +22,53 @@
 
 namespace kiln {
 
-// ---- creation ---------------------------------------------------------------------------------
-// Without a dtype, a floating value gives default_dtype() and an integer value its own type.
+/// ---- creation ---------------------------------------------------------------------------------
+/// Without a dtype, a floating value gives default_dtype() and an integer value its own type.
 Tensor full(Shape shape, Scalar value);
 Tensor full(Shape shape, Scalar value, DType dtype);
-Tensor zeros(Shape shape);  // default_dtype()
+Tensor zeros(Shape shape);  ///< default_dtype()
 Tensor zeros(Shape shape, DType dtype);
-Tensor ones(Shape shape);  // default_dtype()
+Tensor ones(Shape shape);  ///< default_dtype()
 Tensor ones(Shape shape, DType dtype);
-// A 0-d tensor: a floating value gives default_dtype(), an integer value its own type.
+/// A 0-d tensor: a floating value gives default_dtype(), an integer value its own type.
 Tensor scalar(Scalar value);
 Tensor scalar(Scalar value, DType dtype);
-// i64 tensor whose every element is its own index along `axis` (Flint's farange).
+/// i64 tensor whose every element is its own index along `axis` (Flint's farange).
 Tensor arange(Shape shape, int axis);
-Tensor arange(std::int64_t n);  // [0, 1, ..., n-1]
-// Uniform values in [0, 1). With a seed the values depend only on (seed, shape, dtype); without
-// one, a seed is drawn from the global generator (see manual_seed).
-// Without a dtype, default_dtype().
+Tensor arange(std::int64_t n);  ///< [0, 1, ..., n-1]
+/// Uniform values in [0, 1). With a seed the values depend only on (seed, shape, dtype); without
+/// one, a seed is drawn from the global generator (see manual_seed).
+/// Without a dtype, default_dtype().
 Tensor uniform(Shape shape, std::uint64_t seed);
 Tensor uniform(Shape shape, std::uint64_t seed, DType dtype);
 Tensor uniform(Shape shape);
 Tensor uniform(Shape shape, DType dtype);
-// A symbolic input (Theano's variable without owner): graphs can be built over it, with shape and
-// type errors at build time, and printed or inspected; evaluating a graph that reads it is an
-// error naming it (invalid_select). Its nodes are never evaluated as they are built.
+/// A symbolic input (Theano's variable without owner): graphs can be built over it, with shape and
+/// type errors at build time, and printed or inspected; evaluating a graph that reads it is an
+/// error naming it (invalid_select). Its nodes are never evaluated as they are built.
 Tensor placeholder(Shape shape, DType dtype = DType::f32, std::string name = {});
-// A leaf holding the values of `values` (evaluated now), marked as a constant in the graph and in
-// its prints: values the graph's optimisation may take as known.
+/// A leaf holding the values of `values` (evaluated now), marked as a constant in the graph and in
+/// its prints: values the graph's optimisation may take as known.
 Tensor constant(const Tensor& values);
-// Of the shape of `like`, in its dtype unless one is named (libtorch's *_like).
+/// Of the shape of `like`, in its dtype unless one is named (libtorch's *_like).
 Tensor zeros_like(const Tensor& like);
 Tensor zeros_like(const Tensor& like, DType dtype);
 Tensor ones_like(const Tensor& like);
 Tensor ones_like(const Tensor& like, DType dtype);
-Tensor full_like(const Tensor& like, Scalar value);  // the value converted to like's dtype
+Tensor full_like(const Tensor& like, Scalar value);  ///< the value converted to like's dtype
 Tensor full_like(const Tensor& like, Scalar value, DType dtype);
-// Uniform values in [0, 1) (libtorch's rand_like); `like` must be a float tensor.
+/// Uniform values in [0, 1) (libtorch's rand_like); `like` must be a float tensor.
 Tensor uniform_like(const Tensor& like);
-// Resets the one global generator that every unseeded random op, kiln::nn's initialisations and
-// its dropout masks draw their seeds from (nn::manual_seed is the same function).
+/// Resets the one global generator that every unseeded random op, kiln::nn's initialisations and
+/// its dropout masks draw their seeds from (nn::manual_seed is the same function).
 void manual_seed(std::uint64_t seed);
-// The next seed of that generator (never 0).
+/// The next seed of that generator (never 0).
 std::uint64_t next_seed();
 
-// Nested initializer lists: tensor({{1.f, 2.f}, {3.f, 4.f}}) is f32 [2,2]. The list's element
-// type is the tensor's (double -> f64, int -> i32), as with Tensor::from: a typed list is an
-// explicit choice, where a scalar beside a tensor (weak) or a creation function without a dtype
-// (default_dtype()) is not. libtorch's tensor({1.0, 2.0}) is f32: write {1.f, 2.f}.
+/// Nested initializer lists: tensor({{1.f, 2.f}, {3.f, 4.f}}) is f32 [2,2]. The list's element
+/// type is the tensor's (double -> f64, int -> i32), as with Tensor::from: a typed list is an
+/// explicit choice, where a scalar beside a tensor (weak) or a creation function without a dtype
+/// (default_dtype()) is not. libtorch's tensor({1.0, 2.0}) is f32: write {1.f, 2.f}.
 template <class T> Tensor tensor(std::initializer_list<T> v) {
   return Tensor::from(std::vector<T>(v));
 }
@@ -79,45 +80,45 @@ Tensor tensor(
     std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>>
         v);
 
-// ---- binary elementwise -------------------------------------------------------------------------
+/// ---- binary elementwise -------------------------------------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
-// Integer division truncates toward zero; an integer division by zero gives 0.
+/// Integer division truncates toward zero; an integer division by zero gives 0.
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);  // NaN propagates
-Tensor maximum(const Tensor& a, const Tensor& b);  // NaN propagates
-// Comparisons in the promoted type, returning i32 0/1.
+Tensor minimum(const Tensor& a, const Tensor& b);  ///< NaN propagates
+Tensor maximum(const Tensor& a, const Tensor& b);  ///< NaN propagates
+/// Comparisons in the promoted type, returning i32 0/1.
 Tensor less(const Tensor& a, const Tensor& b);
 Tensor greater(const Tensor& a, const Tensor& b);
 Tensor equal(const Tensor& a, const Tensor& b);
 Tensor less_equal(const Tensor& a, const Tensor& b);
 Tensor greater_equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
-// The values of `value` (broadcast and promoted with `target`, like every binary op), which
-// evaluation may write into the memory of `target` instead of new memory: an in-place update
-// that keeps value semantics. It does so only where no one can see the difference: no handle
-// refers to `target`, no node outside the evaluation reads it, it is not requested, and its
-// memory is its own (not from_blob) and of the result's type and size. Otherwise the result gets
-// new memory. `w = assign(w, w - lr * g)` updates a weight in place (the old handle is given up);
-// optimisers update parameters and their state this way. The target gives no gradient. A graph
-// kept for gradients that needs an overwritten target again fails (illegal_derive) rather than
-// read the new values.
+/// The values of `value` (broadcast and promoted with `target`, like every binary op), which
+/// evaluation may write into the memory of `target` instead of new memory: an in-place update
+/// that keeps value semantics. It does so only where no one can see the difference: no handle
+/// refers to `target`, no node outside the evaluation reads it, it is not requested, and its
+/// memory is its own (not from_blob) and of the result's type and size. Otherwise the result gets
+/// new memory. `w = assign(w, w - lr * g)` updates a weight in place (the old handle is given up);
+/// optimisers update parameters and their state this way. The target gives no gradient. A graph
+/// kept for gradients that needs an overwritten target again fails (illegal_derive) rather than
+/// read the new values.
 Tensor assign(const Tensor& target, const Tensor& value);
-// `cond` of any type (non-zero is true); the result has the promoted type of a and b. A Scalar
-// is weak (it takes the tensor's type).
+/// `cond` of any type (non-zero is true); the result has the promoted type of a and b. A Scalar
+/// is weak (it takes the tensor's type).
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 
 enum class Comparison { less, greater, equal, less_equal, greater_equal, not_equal };
-// cl-waffe2's compare: `true_value` where `a <op> b` holds, else `false_value`, in the promoted
-// type of the two values (the values are the result, so each keeps its literal's type).
+/// cl-waffe2's compare: `true_value` where `a <op> b` holds, else `false_value`, in the promoted
+/// type of the two values (the values are the result, so each keeps its literal's type).
 Tensor compare(const Tensor& a, const Tensor& b, Comparison op, Scalar true_value = 1,
                Scalar false_value = 0);
 
-// Scalar forms, the scalar on either side (a 0-d constant of the scalar's type).
+/// Scalar forms, the scalar on either side (a 0-d constant of the scalar's type).
 #define KILN_SCALAR_FORMS(fn)             \
   Tensor fn(const Tensor& a, Scalar b); \
   Tensor fn(Scalar a, const Tensor& b);
@@ -137,8 +138,8 @@ KILN_SCALAR_FORMS(not_equal)
 KILN_SCALAR_FORMS(assign)
 #undef KILN_SCALAR_FORMS
 
-// Comparison operators build comparison nodes (i32 0/1), as libtorch's do; they do not compare
-// handles (see Tensor::same_node for that).
+/// Comparison operators build comparison nodes (i32 0/1), as libtorch's do; they do not compare
+/// handles (see Tensor::same_node for that).
 #define KILN_COMPARISON_OPERATOR(op, fn)                                           \
   inline Tensor operator op(const Tensor& a, const Tensor& b) { return fn(a, b); } \
   inline Tensor operator op(const Tensor& a, Scalar b) { return fn(a, b); }        \
@@ -164,11 +165,11 @@ inline Tensor operator-(Scalar a, const Tensor& b) { return sub(a, b); }
 inline Tensor operator*(Scalar a, const Tensor& b) { return mul(a, b); }
 inline Tensor operator/(Scalar a, const Tensor& b) { return div(a, b); }
 
-// ---- unary elementwise --------------------------------------------------------------------------
-// neg, abs, square and relu keep the type. sign returns i32 (1 where a >= 0, else -1). even needs
-// an integer tensor and returns i32 (1 where a is even). The other functions are float-valued:
-// f32 stays f32, f64 stays f64, integer tensors give default_dtype() (libtorch's rule; the C
-// API keeps Flint's f64).
+/// ---- unary elementwise --------------------------------------------------------------------------
+/// neg, abs, square and relu keep the type. sign returns i32 (1 where a >= 0, else -1). even needs
+/// an integer tensor and returns i32 (1 where a is even). The other functions are float-valued:
+/// f32 stays f32, f64 stays f64, integer tensors give default_dtype() (libtorch's rule; the C
+/// API keeps Flint's f64).
 Tensor neg(const Tensor& a);
 Tensor abs(const Tensor& a);
 Tensor sign(const Tensor& a);
@@ -197,112 +198,112 @@ Tensor reciprocal(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor erf(const Tensor& a);
 Tensor relu(const Tensor& a);
-// log(1 + exp(a)), computed as max(a, 0) + log1p(exp(-|a|)) so that it neither overflows nor
-// loses the small values.
+/// log(1 + exp(a)), computed as max(a, 0) + log1p(exp(-|a|)) so that it neither overflows nor
+/// loses the small values.
 Tensor softplus(const Tensor& a);
-// Cast; float to integer truncates toward zero and saturates, NaN becomes 0.
+/// Cast; float to integer truncates toward zero and saturates, NaN becomes 0.
 Tensor convert(const Tensor& a, DType to);
 inline Tensor operator-(const Tensor& a) { return neg(a); }
 
-// ---- reductions ---------------------------------------------------------------------------------
-// With no axes, all axes are reduced (a 0-d result). Reducing an empty dimension gives 0 for sum,
-// 1 for prod, NaN for mean, and is an error for min, max, argmin and argmax.
-// sum, prod, min and max keep the type; mean is float-valued (integers give
-// default_dtype()).
+/// ---- reductions ---------------------------------------------------------------------------------
+/// With no axes, all axes are reduced (a 0-d result). Reducing an empty dimension gives 0 for sum,
+/// 1 for prod, NaN for mean, and is an error for min, max, argmin and argmax.
+/// sum, prod, min and max keep the type; mean is float-valued (integers give
+/// default_dtype()).
 Tensor sum(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 Tensor prod(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 Tensor min(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 Tensor max(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 Tensor mean(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
-// i64 index of the first maximum/minimum along `axis` (NaN counts as the maximum and minimum).
+/// i64 index of the first maximum/minimum along `axis` (NaN counts as the maximum and minimum).
 Tensor argmax(const Tensor& a, int axis, bool keepdims = false);
 Tensor argmin(const Tensor& a, int axis, bool keepdims = false);
-// Index into the flattened tensor.
+/// Index into the flattened tensor.
 Tensor argmax(const Tensor& a);
 Tensor argmin(const Tensor& a);
 
-// ---- scans and sorting --------------------------------------------------------------------------
-// A 0-d tensor counts as one element along dim 0 or -1 (as in libtorch).
-//
-// Inclusive scans along `dim`: out[..j..] = x[..0..] (+ or *) ... x[..j..]. The type is kept
-// (integers wrap as kiln's integer arithmetic does; libtorch would give i64 for integer inputs).
+/// ---- scans and sorting --------------------------------------------------------------------------
+/// A 0-d tensor counts as one element along dim 0 or -1 (as in libtorch).
+///
+/// Inclusive scans along `dim`: out[..j..] = x[..0..] (+ or *) ... x[..j..]. The type is kept
+/// (integers wrap as kiln's integer arithmetic does; libtorch would give i64 for integer inputs).
 Tensor cumsum(const Tensor& x, int dim);
 Tensor cumprod(const Tensor& x, int dim);
 
-// The sorted values and the i64 positions they came from along the sorted dimension
-// (libtorch's (values, indices) tuple; `auto [v, i] = kiln::sort(x);` works as with libtorch).
+/// The sorted values and the i64 positions they came from along the sorted dimension
+/// (libtorch's (values, indices) tuple; `auto [v, i] = kiln::sort(x);` works as with libtorch).
 struct ValuesIndices {
   Tensor values;
   Tensor indices;
 };
-// Stable sorts along `dim`: equal values keep their order; NaN sorts as the largest value (last
-// ascending, first descending), as in libtorch and NumPy. The values are differentiable (the
-// gradient goes back to the indices they came from); the indices are not.
+/// Stable sorts along `dim`: equal values keep their order; NaN sorts as the largest value (last
+/// ascending, first descending), as in libtorch and NumPy. The values are differentiable (the
+/// gradient goes back to the indices they came from); the indices are not.
 ValuesIndices sort(const Tensor& x, int dim = -1, bool descending = false);
 Tensor argsort(const Tensor& x, int dim = -1, bool descending = false);
-// The k largest (largest = false: smallest) values along `dim` and their indices, in sorted
-// order (also when `sorted` is false, where libtorch leaves the order open); ties keep their
-// order. k outside [0, size of dim] is an invalid_select error.
+/// The k largest (largest = false: smallest) values along `dim` and their indices, in sorted
+/// order (also when `sorted` is false, where libtorch leaves the order open); ties keep their
+/// order. k outside [0, size of dim] is an invalid_select error.
 ValuesIndices topk(const Tensor& x, std::int64_t k, int dim = -1, bool largest = true,
                    bool sorted = true);
 
-// ---- linear algebra -------------------------------------------------------------------------
-// Matrix product of the last two dimensions; the leading (batch) dimensions broadcast.
-// Both operands need at least 2 dimensions.
+/// ---- linear algebra -------------------------------------------------------------------------
+/// Matrix product of the last two dimensions; the leading (batch) dimensions broadcast.
+/// Both operands need at least 2 dimensions.
 Tensor matmul(const Tensor& a, const Tensor& b);
-Tensor dot(const Tensor& a, const Tensor& b);  // two vectors of equal length -> 0-d
+Tensor dot(const Tensor& a, const Tensor& b);  ///< two vectors of equal length -> 0-d
 
-// ---- shape ops ----------------------------------------------------------------------------------
-// All of these are views (index maps over their input, no copy) except concat and contiguous.
-Tensor reshape(const Tensor& a, Shape shape);  // one entry may be -1 (inferred)
-Tensor flatten(const Tensor& a);               // to 1-D
-// Merges dimensions start_dim..end_dim (inclusive) into one, as libtorch's flatten.
+/// ---- shape ops ----------------------------------------------------------------------------------
+/// All of these are views (index maps over their input, no copy) except concat and contiguous.
+Tensor reshape(const Tensor& a, Shape shape);  ///< one entry may be -1 (inferred)
+Tensor flatten(const Tensor& a);               ///< to 1-D
+/// Merges dimensions start_dim..end_dim (inclusive) into one, as libtorch's flatten.
 Tensor flatten(const Tensor& a, int start_dim, int end_dim = -1);
-// Merges dimension `axis` into dimension `axis - 1` (Flint's fflatten_dimension; axis >= 1).
+/// Merges dimension `axis` into dimension `axis - 1` (Flint's fflatten_dimension; axis >= 1).
 Tensor flatten_dimension(const Tensor& a, int axis);
-// Result dimension i is input dimension perm[i].
+/// Result dimension i is input dimension perm[i].
 Tensor permute(const Tensor& a, std::vector<int> perm);
-// Swaps two dimensions.
+/// Swaps two dimensions.
 Tensor transpose(const Tensor& a, int axis_a, int axis_b);
-// A matrix transposed; a tensor of fewer than 2 dimensions is returned as it is (libtorch's t).
+/// A matrix transposed; a tensor of fewer than 2 dimensions is returned as it is (libtorch's t).
 Tensor t(const Tensor& a);
-// All dimensions in reverse order (NumPy's a.T, Flint's ftranspose without a permutation).
+/// All dimensions in reverse order (NumPy's a.T, Flint's ftranspose without a permutation).
 Tensor reverse_dims(const Tensor& a);
-// Per dimension start (inclusive), stop (exclusive) and step. Negative start/stop count from the
-// end; out-of-range values are clamped as in Python; a negative step walks backwards from start
-// (start > stop); a step of 0 is an invalid_select error. Crossed bounds give an empty dimension.
+/// Per dimension start (inclusive), stop (exclusive) and step. Negative start/stop count from the
+/// end; out-of-range values are clamped as in Python; a negative step walks backwards from start
+/// (start > stop); a step of 0 is an invalid_select error. Crossed bounds give an empty dimension.
 Tensor slice(const Tensor& a, std::vector<std::int64_t> start, std::vector<std::int64_t> stop);
 Tensor slice(const Tensor& a, std::vector<std::int64_t> start, std::vector<std::int64_t> stop,
              std::vector<std::int64_t> step);
-// The same along a single axis.
+/// The same along a single axis.
 Tensor slice_axis(const Tensor& a, int axis, std::int64_t start, std::int64_t stop,
                   std::int64_t step = 1);
-// Zeros of `shape` with `a` embedded at `insert_at` (Flint's fextend).
+/// Zeros of `shape` with `a` embedded at `insert_at` (Flint's fextend).
 Tensor extend(const Tensor& a, Shape shape, std::vector<std::int64_t> insert_at);
-// As extend, with |step[i]| - 1 zeros placed between neighbours of dimension i; a negative step
-// also reverses that dimension (Flint's fextend_step).
+/// As extend, with |step[i]| - 1 zeros placed between neighbours of dimension i; a negative step
+/// also reverses that dimension (Flint's fextend_step).
 Tensor extend(const Tensor& a, Shape shape, std::vector<std::int64_t> insert_at,
               std::vector<std::int64_t> step);
-// `before[i]` and `after[i]` elements of `value` around dimension i (NumPy's pad).
+/// `before[i]` and `after[i]` elements of `value` around dimension i (NumPy's pad).
 Tensor pad(const Tensor& a, std::vector<std::int64_t> before, std::vector<std::int64_t> after,
            Scalar value = 0);
-// Joins tensors along `axis`; the other dimensions must agree; the type is the promoted one.
+/// Joins tensors along `axis`; the other dimensions must agree; the type is the promoted one.
 Tensor concat(const std::vector<Tensor>& parts, int axis);
 Tensor concat(const Tensor& a, const Tensor& b, int axis);
-// libtorch's expand: a view of `a` broadcast to `shape` (aligned at the right; size-1 dimensions
-// repeat; -1 keeps the size of an existing dimension).
+/// libtorch's expand: a view of `a` broadcast to `shape` (aligned at the right; size-1 dimensions
+/// repeat; -1 keeps the size of an existing dimension).
 Tensor expand(const Tensor& a, Shape shape);
-// Inserts a new dimension of `size` before dimension `axis` (0..rank) by repetition (Flint's
-// fexpand: unsqueeze(a, axis) expanded to `size` along it).
+/// Inserts a new dimension of `size` before dimension `axis` (0..rank) by repetition (Flint's
+/// fexpand: unsqueeze(a, axis) expanded to `size` along it).
 Tensor unsqueeze_expand(const Tensor& a, int axis, std::int64_t size);
-// Broadcasts to `shape` normally (aligned at the right) or, with inverse, at the left.
+/// Broadcasts to `shape` normally (aligned at the right) or, with inverse, at the left.
 Tensor broadcast_to(const Tensor& a, Shape shape, bool inverse = false);
-// Repeats the whole tensor reps[i] times along dimension i: [[0,1],[2,3]] with {2,3} -> [4,6].
+/// Repeats the whole tensor reps[i] times along dimension i: [[0,1],[2,3]] with {2,3} -> [4,6].
 Tensor repeat(const Tensor& a, std::vector<std::int64_t> reps);
-Tensor squeeze(const Tensor& a);            // drops all dimensions of size 1
-Tensor squeeze(const Tensor& a, int axis);  // that dimension must have size 1
-Tensor unsqueeze(const Tensor& a, int axis);  // axis in [-rank-1, rank]
-// A materialised copy in row-major order (reads through all views once).
+Tensor squeeze(const Tensor& a);            ///< drops all dimensions of size 1
+Tensor squeeze(const Tensor& a, int axis);  ///< that dimension must have size 1
+Tensor unsqueeze(const Tensor& a, int axis);  ///< axis in [-rank-1, rank]
+/// A materialised copy in row-major order (reads through all views once).
 Tensor contiguous(const Tensor& a);
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
-// Random tensors and random transformations. Every random op fixes its seed when it is built,
-// so evaluating the same node twice gives the same values. Without a seed argument a seed is
-// drawn from the global generator (see manual_seed in ops.hpp).
+/// @file
+/// Random tensors and random transformations. Every random op fixes its seed when it is built,
+/// so evaluating the same node twice gives the same values. Without a seed argument a seed is
+/// drawn from the global generator (see manual_seed in ops.hpp).
 #pragma once
 
 #include <cstdint>
@@ -9,15 +10,15 @@
 
 namespace kiln {
 
-// Standard normal values (Box-Muller over two uniform streams); default_dtype() unless named.
+/// Standard normal values (Box-Muller over two uniform streams); default_dtype() unless named.
 Tensor random_normal(Shape shape, std::uint64_t seed, DType dtype);
 Tensor random_normal(Shape shape, std::uint64_t seed);
 Tensor random_normal(Shape shape, DType dtype);
 Tensor random_normal(Shape shape);
-// `a` with the slices along `axis` in a random order.
+/// `a` with the slices along `axis` in a random order.
 Tensor permutate(const Tensor& a, int axis, std::uint64_t seed);
 Tensor permutate(const Tensor& a, int axis);
-// Each element set to 0 with probability p, the others unchanged (no rescaling).
+/// Each element set to 0 with probability p, the others unchanged (no rescaling).
 Tensor dropout(const Tensor& a, double p, std::uint64_t seed);
 Tensor dropout(const Tensor& a, double p);
 

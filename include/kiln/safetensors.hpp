@@ -1,12 +1,13 @@
-// safetensors files (the format of the Hugging Face ecosystem, PyTorch's `safetensors` package):
-// an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and
-// byte range, then the tensors' bytes, row-major and little-endian.
-//
-// kiln reads and writes the dtypes it has (F32, F64, I32, I64). A file is checked whole before
-// anything is returned: a damaged header, byte ranges that overlap, leave holes or run past the
-// end, sizes that do not match the shape, or a dtype kiln does not have, each throw
-// kiln::Error(io_error) (wrong_type for the dtype) naming the file and the tensor.
-// nn::save_safetensors / nn::load_safetensors (kiln/nn.hpp) move whole models.
+/// @file
+/// safetensors files (the format of the Hugging Face ecosystem, PyTorch's `safetensors` package):
+/// an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and
+/// byte range, then the tensors' bytes, row-major and little-endian.
+///
+/// kiln reads and writes the dtypes it has (F32, F64, I32, I64). A file is checked whole before
+/// anything is returned: a damaged header, byte ranges that overlap, leave holes or run past the
+/// end, sizes that do not match the shape, or a dtype kiln does not have, each throw
+/// kiln::Error(io_error) (wrong_type for the dtype) naming the file and the tensor.
+/// nn::save_safetensors / nn::load_safetensors (kiln/nn.hpp) move whole models.
 #pragma once
 
 #include <cstddef>
@@ -20,22 +21,22 @@
 namespace kiln {
 
 struct Safetensors {
-  std::vector<std::pair<std::string, Tensor>> tensors;        // in the order of their bytes
-  std::vector<std::pair<std::string, std::string>> metadata;  // the header's "__metadata__"
+  std::vector<std::pair<std::string, Tensor>> tensors;        ///< in the order of their bytes
+  std::vector<std::pair<std::string, std::string>> metadata;  ///< the header's "__metadata__"
 
-  // The tensor named `name`; kiln::Error(invalid_select) naming it when there is none.
+  /// The tensor named `name`; kiln::Error(invalid_select) naming it when there is none.
   const Tensor& at(const std::string& name) const;
   bool contains(const std::string& name) const;
 };
 
 Safetensors load_safetensors(const std::string& path);
-// The same from bytes in memory; `source` names them in error messages.
+/// The same from bytes in memory; `source` names them in error messages.
 Safetensors parse_safetensors(std::span<const std::byte> bytes,
                               const std::string& source = "safetensors data");
 
-// Writes the tensors (evaluating them) and the metadata; replaces `path` atomically, so a failed
-// write (a full disk) throws kiln::Error(io_error) and leaves an old file whole. Names must be
-// distinct and not "__metadata__".
+/// Writes the tensors (evaluating them) and the metadata; replaces `path` atomically, so a failed
+/// write (a full disk) throws kiln::Error(io_error) and leaves an old file whole. Names must be
+/// distinct and not "__metadata__".
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::vector<std::pair<std::string, std::string>>& metadata = {});

@@ -1,4 +1,5 @@
-// kiln::Tensor: a cheap, copyable handle to a node of an immutable, lazily evaluated graph.
+/// @file
+/// kiln::Tensor: a cheap, copyable handle to a node of an immutable, lazily evaluated graph.
 #pragma once
 
 #include <cstdint>
@@ -22,24 +23,24 @@ struct Node;
 class TensorIndex;
 class Executor;
 
-// An evaluated tensor that no gradient can pass through (built outside a gradient context, not
-// watched) becomes a leaf holding its values: the graph below it is let go, as Flint's C++ API
-// does after every execution. A graph built outside a gradient context that grows deeper than
-// 4096 unevaluated nodes is evaluated where it crosses that depth. So loops like `x = x + y`,
-// with or without `x.eval()` in them, run in bounded memory however long they run.
+/// An evaluated tensor that no gradient can pass through (built outside a gradient context, not
+/// watched) becomes a leaf holding its values: the graph below it is let go, as Flint's C++ API
+/// does after every execution. A graph built outside a gradient context that grows deeper than
+/// 4096 unevaluated nodes is evaluated where it crosses that depth. So loops like `x = x + y`,
+/// with or without `x.eval()` in them, run in bounded memory however long they run.
 class Tensor {
  public:
-  // An empty handle; every operation on it except `defined()` throws.
+  /// An empty handle; every operation on it except `defined()` throws.
   Tensor() = default;
   explicit Tensor(std::shared_ptr<detail::Node> node);
-  // Handles are counted per node, so that executors know which results users can still read.
+  /// Handles are counted per node, so that executors know which results users can still read.
   Tensor(const Tensor& other);
   Tensor(Tensor&& other) noexcept;
   Tensor& operator=(const Tensor& other);
   Tensor& operator=(Tensor&& other) noexcept;
   ~Tensor();
 
-  // Copies `data` (shape's product elements, row-major) into a new leaf tensor.
+  /// Copies `data` (shape's product elements, row-major) into a new leaf tensor.
   template <class T> static Tensor from(const T* data, Shape shape) {
     return from_bytes(data, dtype_of_v<T>, std::move(shape));
   }
@@ -47,111 +48,111 @@ class Tensor {
     check_count(static_cast<std::int64_t>(data.size()), shape);
     return from_bytes(data.data(), dtype_of_v<T>, std::move(shape));
   }
-  // A 1-D tensor holding `data`.
+  /// A 1-D tensor holding `data`.
   template <class T> static Tensor from(const std::vector<T>& data) {
     return from(data, Shape{static_cast<std::int64_t>(data.size())});
   }
   static Tensor from_bytes(const void* data, DType dtype, Shape shape);
-  // A leaf that reads the caller's memory (shape's product elements of `dtype`, row-major)
-  // without copying it. The values must not change while the tensor or anything computed from it
-  // lives (graphs are immutable; kiln never writes into this memory). When the last reference
-  // goes, `deleter` (if given) is called with `data`; without one the caller keeps the memory
-  // alive at least as long. Memory that is not 64-byte aligned (what kiln's kernels assume) is
-  // copied right away and `deleter` is called then.
+  /// A leaf that reads the caller's memory (shape's product elements of `dtype`, row-major)
+  /// without copying it. The values must not change while the tensor or anything computed from it
+  /// lives (graphs are immutable; kiln never writes into this memory). When the last reference
+  /// goes, `deleter` (if given) is called with `data`; without one the caller keeps the memory
+  /// alive at least as long. Memory that is not 64-byte aligned (what kiln's kernels assume) is
+  /// copied right away and `deleter` is called then.
   static Tensor from_blob(void* data, Shape shape, DType dtype,
                           std::function<void(void*)> deleter = nullptr);
 
   bool defined() const { return node_ != nullptr; }
   const Shape& shape() const;
   const Shape& sizes() const { return shape(); }  // libtorch's name
-  std::int64_t size(int axis) const;              // negative axes count from the end
+  std::int64_t size(int axis) const;              ///< negative axes count from the end
   int dim() const { return rank(); }              // the number of dimensions, as in libtorch
   int rank() const;
   std::int64_t numel() const;
   DType dtype() const;
 
-  // ---- evaluation and reading -------------------------------------------------------------
-  // Computes this tensor (and whatever of its graph is not computed yet) and keeps the result;
-  // outside gradient contexts the tensor then becomes a leaf (see above).
+  /// ---- evaluation and reading -------------------------------------------------------------
+  /// Computes this tensor (and whatever of its graph is not computed yet) and keeps the result;
+  /// outside gradient contexts the tensor then becomes a leaf (see above).
   const Tensor& eval() const;
-  // The same on a given executor (kiln::executors() lists them; find_executor picks one by
-  // name) instead of the current one; this thread's other evaluations are not affected.
+  /// The same on a given executor (kiln::executors() lists them; find_executor picks one by
+  /// name) instead of the current one; this thread's other evaluations are not affected.
   const Tensor& eval(Executor& executor) const;
   bool is_evaluated() const;
-  // A new leaf with this tensor's values (evaluated first if needed). It shares the values'
-  // memory instead of copying them, and has no graph behind it.
+  /// A new leaf with this tensor's values (evaluated first if needed). It shares the values'
+  /// memory instead of copying them, and has no graph behind it.
   Tensor detach() const;
-  // The values in row-major order, converted to T. Evaluates if needed.
+  /// The values in row-major order, converted to T. Evaluates if needed.
   template <class T> std::vector<T> to_vector() const {
     std::vector<T> out(static_cast<std::size_t>(numel()));
     copy_to(out.data(), dtype_of_v<T>);
     return out;
   }
-  // Writes numel() values of type `as` to `dst` (no alignment needed). Evaluates if needed.
+  /// Writes numel() values of type `as` to `dst` (no alignment needed). Evaluates if needed.
   void copy_to(void* dst, DType as) const;
-  // The values in row-major order without a copy (evaluates if needed); T must be the dtype's
-  // type (else wrong_type). Valid while this node lives; this handle keeps it alive.
+  /// The values in row-major order without a copy (evaluates if needed); T must be the dtype's
+  /// type (else wrong_type). Valid while this node lives; this handle keeps it alive.
   template <class T> std::span<const T> data() const {
     return {static_cast<const T*>(data_ptr(dtype_of_v<T>)), static_cast<std::size_t>(numel())};
   }
   const void* data_ptr(DType expected) const;
-  // One element, converted to T; negative indices count from the end.
+  /// One element, converted to T; negative indices count from the end.
   template <class T> T at(std::span<const std::int64_t> index) const {
     return element(index).template as<T>();
   }
   template <class T> T at(std::initializer_list<std::int64_t> index) const {
     return at<T>(std::span<const std::int64_t>(index.begin(), index.size()));
   }
-  // The only element of a tensor with exactly one element (of any rank).
+  /// The only element of a tensor with exactly one element (of any rank).
   template <class T> T item() const { return item_scalar().template as<T>(); }
   Scalar item_scalar() const;
   Scalar element(std::span<const std::int64_t> index) const;
 
-  // ---- graph introspection -----------------------------------------------------------------
-  std::string_view op_name() const;  // "store", "add", "reshape", ...
+  /// ---- graph introspection -----------------------------------------------------------------
+  std::string_view op_name() const;  ///< "store", "add", "reshape", ...
   std::vector<Tensor> inputs() const;
   const std::string& name() const;
   Tensor& set_name(std::string name);
-  // True when both handles refer to the same graph node.
+  /// True when both handles refer to the same graph node.
   bool same_node(const Tensor& other) const { return node_ == other.node_; }
-  // For executors and the C API.
+  /// For executors and the C API.
   const std::shared_ptr<detail::Node>& node() const { return node_; }
 
-  // ---- autodiff (see autodiff.hpp) ----------------------------------------------------------
-  // Marks this node as a variable that gradients can be taken with respect to.
+  /// ---- autodiff (see autodiff.hpp) ----------------------------------------------------------
+  /// Marks this node as a variable that gradients can be taken with respect to.
   const Tensor& watch() const;
   const Tensor& unwatch() const;
   bool is_watched() const;
-  // For a one-element tensor built in a gradient context: evaluates the gradient of this value
-  // with respect to every watched variable it depends on and adds it to that variable's grad().
+  /// For a one-element tensor built in a gradient context: evaluates the gradient of this value
+  /// with respect to every watched variable it depends on and adds it to that variable's grad().
   void backward() const;
-  // The gradient accumulated by backward() (an undefined handle before the first backward()).
+  /// The gradient accumulated by backward() (an undefined handle before the first backward()).
   Tensor grad() const;
   void zero_grad() const;
 
-  // ---- broadcasting mode ------------------------------------------------------------------
-  // A handle to the same node that binary ops broadcast inversely (aligned at the left).
-  // The mark belongs to this handle only and never passes to results.
+  /// ---- broadcasting mode ------------------------------------------------------------------
+  /// A handle to the same node that binary ops broadcast inversely (aligned at the left).
+  /// The mark belongs to this handle only and never passes to results.
   Tensor inverse_broadcast() const;
   Tensor normal_broadcast() const;
   bool is_inverse_broadcast() const { return inverse_broadcast_; }
 
-  // ---- indexing (views; see tensor_index.hpp for the index vocabulary) ---------------------
-  // x[i]: the slice at index i of dimension 0, without that dimension (negative i counts from
-  // the end; out of range is an invalid_select error).
+  /// ---- indexing (views; see tensor_index.hpp for the index vocabulary) ---------------------
+  /// x[i]: the slice at index i of dimension 0, without that dimension (negative i counts from
+  /// the end; out of range is an invalid_select error).
   Tensor operator[](std::int64_t i) const;
-  // libtorch's x.index({...}): integers, Slice(start, stop, step), All, None (a new dimension of
-  // size 1), Ellipsis and integer index tensors (index_select along that dimension).
+  /// libtorch's x.index({...}): integers, Slice(start, stop, step), All, None (a new dimension of
+  /// size 1), Ellipsis and integer index tensors (index_select along that dimension).
   Tensor index(std::initializer_list<TensorIndex> indices) const;
   Tensor index(const std::vector<TensorIndex>& indices) const;
-  // A new tensor: this one with the elements index(indices) names replaced by `values`
-  // (broadcast to their shape, converted to this dtype); this tensor is unchanged (libtorch's
-  // functional index_put). An index tensor naming an element twice gives that element the sum.
+  /// A new tensor: this one with the elements index(indices) names replaced by `values`
+  /// (broadcast to their shape, converted to this dtype); this tensor is unchanged (libtorch's
+  /// functional index_put). An index tensor naming an element twice gives that element the sum.
   Tensor index_put(std::initializer_list<TensorIndex> indices, const Tensor& values) const;
   Tensor index_put(const std::vector<TensorIndex>& indices, const Tensor& values) const;
   Tensor index_put(std::initializer_list<TensorIndex> indices, Scalar value) const;
 
-  // ---- method forms of common ops (see ops.hpp for all ops) --------------------------------
+  /// ---- method forms of common ops (see ops.hpp for all ops) --------------------------------
   Tensor reshape(Shape shape) const;
   Tensor view(Shape shape) const { return reshape(std::move(shape)); }
   Tensor flatten() const;
@@ -161,8 +162,8 @@ class Tensor {
   Tensor t() const;
   Tensor expand(Shape shape) const;
   Tensor to(DType dtype) const { return convert(dtype); }
-  // A new node holding a copy of the values (graphs are immutable, so a copy is never needed to
-  // protect data; clone gives a tensor that shares no node with this one).
+  /// A new node holding a copy of the values (graphs are immutable, so a copy is never needed to
+  /// protect data; clone gives a tensor that shares no node with this one).
   Tensor clone() const;
   Tensor slice(std::vector<std::int64_t> start, std::vector<std::int64_t> stop) const;
   Tensor slice(std::vector<std::int64_t> start, std::vector<std::int64_t> stop,
@@ -189,8 +190,8 @@ class Tensor {
   bool inverse_broadcast_ = false;
 };
 
-// Compound assignment rebinds the handle: `x += y` is `x = x + y`, a new node. Other handles to
-// the old value keep seeing the old value (graphs are immutable, so nothing shared changes).
+/// Compound assignment rebinds the handle: `x += y` is `x = x + y`, a new node. Other handles to
+/// the old value keep seeing the old value (graphs are immutable, so nothing shared changes).
 Tensor& operator+=(Tensor& a, const Tensor& b);
 Tensor& operator-=(Tensor& a, const Tensor& b);
 Tensor& operator*=(Tensor& a, const Tensor& b);
@@ -200,10 +201,10 @@ Tensor& operator-=(Tensor& a, Scalar b);
 Tensor& operator*=(Tensor& a, Scalar b);
 Tensor& operator/=(Tensor& a, Scalar b);
 
-// Evaluates several tensors in one pass, computing shared parts of their graphs once.
+/// Evaluates several tensors in one pass, computing shared parts of their graphs once.
 void eval_all(const std::vector<Tensor>& tensors);
 
-// Prints shape, dtype and values (abbreviated with "..." when large).
+/// Prints shape, dtype and values (abbreviated with "..." when large).
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 std::string to_string(const Tensor& t);
 

@@ -1,9 +1,10 @@
-// The index vocabulary of Tensor::index, as libtorch spells it:
-//
-//   using namespace kiln::indexing;
-//   x.index({0, Slice(1, None, 2), None, Ellipsis, idx})
-//
-// Every index gives a view except an index tensor, which gathers (index_select).
+/// @file
+/// The index vocabulary of Tensor::index, as libtorch spells it:
+///
+///   using namespace kiln::indexing;
+///   x.index({0, Slice(1, None, 2), None, Ellipsis, idx})
+///
+/// Every index gives a view except an index tensor, which gathers (index_select).
 #pragma once
 
 #include <cstdint>
@@ -16,14 +17,14 @@ namespace kiln {
 
 namespace indexing {
 
-// As an index: a new dimension of size 1. As a Slice bound: "from the start" / "to the end".
+/// As an index: a new dimension of size 1. As a Slice bound: "from the start" / "to the end".
 struct NoneIndex {};
 inline constexpr NoneIndex None{};
-// As many whole dimensions as the other indices leave.
+/// As many whole dimensions as the other indices leave.
 struct EllipsisIndex {};
 inline constexpr EllipsisIndex Ellipsis{};
 
-// One bound of a Slice: a position or None.
+/// One bound of a Slice: a position or None.
 class SliceBound {
  public:
   constexpr SliceBound(NoneIndex = None) {}
@@ -37,8 +38,8 @@ class SliceBound {
   bool given_ = false;
 };
 
-// Python's start:stop:step: negative positions count from the end, out-of-range bounds are
-// clamped, a negative step walks backwards, and a step of 0 is an invalid_select error.
+/// Python's start:stop:step: negative positions count from the end, out-of-range bounds are
+/// clamped, a negative step walks backwards, and a step of 0 is an invalid_select error.
 class Slice {
  public:
   constexpr Slice(SliceBound start = None, SliceBound stop = None, SliceBound step = None)
@@ -50,12 +51,12 @@ class Slice {
  private:
   SliceBound start_, stop_, step_;
 };
-// The whole dimension (Python's `:`).
+/// The whole dimension (Python's `:`).
 inline constexpr Slice All{};
 
 }  // namespace indexing
 
-// One entry of Tensor::index.
+/// One entry of Tensor::index.
 class TensorIndex {
  public:
   TensorIndex(std::int64_t i) : v_(i) {}
@@ -63,7 +64,7 @@ class TensorIndex {
   TensorIndex(indexing::Slice s) : v_(s) {}
   TensorIndex(indexing::NoneIndex n) : v_(n) {}
   TensorIndex(indexing::EllipsisIndex e) : v_(e) {}
-  // An integer tensor of any shape: the dimension is replaced by the index tensor's dimensions.
+  /// An integer tensor of any shape: the dimension is replaced by the index tensor's dimensions.
   TensorIndex(Tensor indices) : v_(std::move(indices)) {}
 
   using Variant = std::variant<std::int64_t, indexing::Slice, indexing::NoneIndex,

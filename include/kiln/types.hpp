@@ -1,4 +1,5 @@
-// Element types, shapes and typed scalars: the vocabulary every other kiln header uses.
+/// @file
+/// Element types, shapes and typed scalars: the vocabulary every other kiln header uses.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 
 namespace kiln {
 
-// Ordered by promotion rank: a binary op returns the larger of its operand types.
+/// Ordered by promotion rank: a binary op returns the larger of its operand types.
 enum class DType : std::uint8_t { i32 = 0, i64 = 1, f32 = 2, f64 = 3 };
 
 using Shape = std::vector<std::int64_t>;
@@ -20,12 +21,12 @@ constexpr DType promote(DType a, DType b) { return a < b ? b : a; }
 constexpr std::size_t size_of(DType t) {
   return (t == DType::i32 || t == DType::f32) ? 4 : 8;
 }
-const char* dtype_name(DType t);  // "i32", "i64", "f32", "f64"
+const char* dtype_name(DType t);  ///< "i32", "i64", "f32", "f64"
 
-// The float type the C++ API gives where no type is named: creation functions without a dtype
-// (`zeros`, `full` with a floating value, `uniform`, `tensor` of double literals, ...), a floating
-// scalar combined with an integer tensor, and float-valued ops of integer tensors. f32 unless set;
-// process-wide. Setting an integer type is a wrong_type error.
+/// The float type the C++ API gives where no type is named: creation functions without a dtype
+/// (`zeros`, `full` with a floating value, `uniform`, `tensor` of double literals, ...), a floating
+/// scalar combined with an integer tensor, and float-valued ops of integer tensors. f32 unless set;
+/// process-wide. Setting an integer type is a wrong_type error.
 DType default_dtype();
 void set_default_dtype(DType dtype);
 
@@ -34,15 +35,15 @@ template <> struct dtype_of<std::int32_t> { static constexpr DType value = DType
 template <> struct dtype_of<std::int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
-// `long long` is a distinct type from int64_t (= long) on LP64 Linux.
+/// `long long` is a distinct type from int64_t (= long) on LP64 Linux.
 template <> struct dtype_of<long long> { static constexpr DType value = DType::i64; };
 template <class T> constexpr DType dtype_of_v = dtype_of<T>::value;
 
-// A number together with the kiln type of its C++ literal: int -> i32, long/int64 -> i64,
-// float -> f32, double -> f64. In the C++ API a Scalar combined with a tensor is *weak*: it takes
-// the tensor's type (`x_f32 * 0.1` stays f32, `x_i64 + 1` stays i64), except that a floating
-// scalar with an integer tensor gives default_dtype(). The C API's scalar forms keep the type
-// their suffix names (Flint's rule).
+/// A number together with the kiln type of its C++ literal: int -> i32, long/int64 -> i64,
+/// float -> f32, double -> f64. In the C++ API a Scalar combined with a tensor is *weak*: it takes
+/// the tensor's type (`x_f32 * 0.1` stays f32, `x_i64 + 1` stays i64), except that a floating
+/// scalar with an integer tensor gives default_dtype(). The C API's scalar forms keep the type
+/// their suffix names (Flint's rule).
 class Scalar {
  public:
   constexpr Scalar() = default;
@@ -53,9 +54,9 @@ class Scalar {
   constexpr Scalar(double v) : dtype_(DType::f64), f_(v) {}
 
   constexpr DType dtype() const { return dtype_; }
-  // The value converted to T (float -> int saturates, NaN -> 0).
+  /// The value converted to T (float -> int saturates, NaN -> 0).
   template <class T> T as() const;
-  // The same value converted to another type.
+  /// The same value converted to another type.
   Scalar cast(DType to) const;
   std::string to_string() const;
   bool operator==(const Scalar& o) const;
@@ -66,8 +67,8 @@ class Scalar {
   double f_ = 0.0;
 };
 
-// Conversion between kiln types that never has undefined behaviour: float to integer
-// truncates toward zero and saturates at the integer range; NaN becomes 0.
+/// Conversion between kiln types that never has undefined behaviour: float to integer
+/// truncates toward zero and saturates at the integer range; NaN becomes 0.
 template <class To, class From> constexpr To convert_value(From v) {
   if constexpr (std::is_floating_point_v<To> || std::is_integral_v<From>) {
     return static_cast<To>(v);
