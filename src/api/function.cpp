@@ -138,18 +138,10 @@ class GraphCopy {
 
 // The nodes the outputs and update values reach.
 std::size_t count_nodes(const Function::Impl& f) {
-  std::unordered_set<const Node*> reached;
-  std::vector<const Node*> stack;
-  for (const NodePtr& out : f.outputs) stack.push_back(out.get());
-  for (const auto& u : f.updates) stack.push_back(u.second.get());
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    if (!reached.insert(n).second) continue;
-    for (const NodePtr& in : n->inputs) stack.push_back(in.get());
-    if (n->view_base) stack.push_back(n->view_base.get());
-  }
-  return reached.size();
+  std::vector<const Node*> roots;
+  for (const NodePtr& out : f.outputs) roots.push_back(out.get());
+  for (const auto& u : f.updates) roots.push_back(u.second.get());
+  return detail::reached_from(std::move(roots)).size();
 }
 
 }  // namespace

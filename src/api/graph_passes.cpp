@@ -243,16 +243,9 @@ bool run_round(const std::vector<NodePtr*>& roots, std::vector<NodePtr>& compute
   }
 
   // The nodes still computed: those the roots reach, in the order they had.
-  std::unordered_set<const Node*> reached;
-  std::vector<const Node*> stack;
-  for (NodePtr* root : roots) stack.push_back(root->get());
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    if (!reached.insert(n).second) continue;
-    for (const NodePtr& in : n->inputs) stack.push_back(in.get());
-    if (n->view_base) stack.push_back(n->view_base.get());
-  }
+  std::vector<const Node*> root_nodes;
+  for (NodePtr* root : roots) root_nodes.push_back(root->get());
+  const std::unordered_set<const Node*> reached = reached_from(std::move(root_nodes));
   std::vector<NodePtr> still;
   for (NodePtr& node : computed)
     if (reached.count(node.get()) != 0 && node->op != Op::store) still.push_back(node);
@@ -261,6 +254,18 @@ bool run_round(const std::vector<NodePtr*>& roots, std::vector<NodePtr>& compute
 }
 
 }  // namespace
+
+std::unordered_set<const Node*> reached_from(std::vector<const Node*> stack) {
+  std::unordered_set<const Node*> reached;
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!reached.insert(n).second) continue;
+    for (const NodePtr& in : n->inputs) stack.push_back(in.get());
+    if (n->view_base) stack.push_back(n->view_base.get());
+  }
+  return reached;
+}
 
 std::vector<std::string> run_graph_passes(const std::vector<NodePtr*>& roots,
                                           std::vector<NodePtr>& computed, Executor& executor) {

@@ -16,12 +16,16 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/node.hpp"
 #include "kiln/executor.hpp"
 
 namespace kiln::detail {
+
+// Every node below `roots` (inputs and view bases are the edges), the roots included.
+std::unordered_set<const Node*> reached_from(std::vector<const Node*> roots);
 
 // Rewrites the graph below `roots` (each root is replaced where it is rewritten itself).
 // `computed` lists the graph's non-leaf nodes, inputs before their readers; it is replaced by the
