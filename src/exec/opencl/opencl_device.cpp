@@ -163,6 +163,10 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
 }
 
 OpenClDevice::~OpenClDevice() {
+  // Work still queued (results nobody read) finishes first: a program that exits while the
+  // driver's threads still build or run a kernel would have them running while the process's
+  // libraries are torn down (PoCL's LLVM then fails inside its code generator).
+  if (queue_ != nullptr) clFinish(queue_);
   for (auto& [source, p] : programs_) {
     for (auto& [entry, k] : p.kernels) clReleaseKernel(k);
     clReleaseProgram(p.program);
