@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <string>
 
 #include "kiln/error.hpp"
@@ -54,6 +55,40 @@ std::vector<Candidate> all_devices() {
     }
   }
   return out;
+}
+
+// Exiting with work still queued: PoCL builds a kernel's code in its own threads when the kernel
+// first runs, with LLVM, and a program that exits during such a build has LLVM's function-local
+// statics destroyed under it (a crash inside the code generator). Exit handlers run in the
+// reverse order of their registration, statics' destructors among them, so a handler that
+// finishes every live queue runs before those statics go if it was registered after they were
+// made. The statics are made by the first builds (on the calling thread) and by the first run
+// (on the driver's threads), so the device waits for its first kernel and registers the handler
+// then; it registers it again after builds and waits each time the number of programs built has
+// doubled, so that exit handlers stay few.
+struct LiveQueues {
+  std::mutex mutex;
+  std::vector<cl_command_queue> queues;
+  std::size_t programs_at_registration = 0;
+  bool registered = false;
+};
+LiveQueues& live_queues() {
+  static auto* live = new LiveQueues;  // never destroyed: the exit handler reads it
+  return *live;
+}
+void finish_live_queues() {
+  LiveQueues& live = live_queues();
+  std::lock_guard lock(live.mutex);
+  for (cl_command_queue q : live.queues) clFinish(q);
+}
+void finish_at_exit(std::size_t programs_built, bool always = false) {
+  LiveQueues& live = live_queues();
+  std::lock_guard lock(live.mutex);
+  if (!always && live.registered && programs_built < 2 * live.programs_at_registration) return;
+  if (std::atexit(finish_live_queues) == 0) {
+    live.registered = true;
+    live.programs_at_registration = programs_built;
+  }
 }
 
 }  // namespace
@@ -142,6 +177,11 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
   check(status, "clCreateContext");
   d->queue_ = clCreateCommandQueue(d->context_, d->device_, 0, &status);
   check(status, "clCreateCommandQueue");
+  {
+    LiveQueues& live = live_queues();
+    std::lock_guard lock(live.mutex);
+    live.queues.push_back(d->queue_);
+  }
   const std::string extensions = device_string(d->device_, CL_DEVICE_EXTENSIONS);
   d->traits_.fp64 = extensions.find("cl_khr_fp64") != std::string::npos;
   clGetDeviceInfo(d->device_, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_group_, &d->max_group_,
@@ -163,10 +203,14 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
 }
 
 OpenClDevice::~OpenClDevice() {
-  // Work still queued (results nobody read) finishes first: a program that exits while the
-  // driver's threads still build or run a kernel would have them running while the process's
-  // libraries are torn down (PoCL's LLVM then fails inside its code generator).
-  if (queue_ != nullptr) clFinish(queue_);
+  if (queue_ != nullptr) {
+    {
+      LiveQueues& live = live_queues();
+      std::lock_guard lock(live.mutex);
+      std::erase(live.queues, queue_);
+    }
+    clFinish(queue_);  // work still queued (results nobody read) finishes first
+  }
   for (auto& [source, p] : programs_) {
     for (auto& [entry, k] : p.kernels) clReleaseKernel(k);
     clReleaseProgram(p.program);
@@ -241,11 +285,13 @@ void OpenClDevice::download(const ClMemory& from, void* to, std::size_t bytes) {
   if (bytes == 0) return;
   check(clEnqueueReadBuffer(queue_, from.handle(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
         "clEnqueueReadBuffer");
+  finish_at_exit(programs_.size());
 }
 
 void OpenClDevice::finish() {
   queued_ = 0;
   check(clFinish(queue_), "clFinish");
+  finish_at_exit(programs_.size());
 }
 
 cl_program OpenClDevice::build(const std::string& source, const std::string& key) {
@@ -305,6 +351,7 @@ cl_kernel OpenClDevice::kernel(const std::string& source, const std::string& ent
     const std::string key =
         KernelCache::key({source, options_, name_, driver_, platform_, KILN_VERSION_STRING});
     found = programs_.emplace(source, Program{build(source, key), {}}).first;
+    finish_at_exit(programs_.size());
   }
   Program& p = found->second;
   auto k = p.kernels.find(entry);
@@ -324,6 +371,12 @@ void OpenClDevice::run(cl_kernel kernel, std::size_t global, std::size_t local) 
 }
 
 void OpenClDevice::enqueued() {
+  if (!first_kernel_waited_) {
+    first_kernel_waited_ = true;
+    finish();
+    finish_at_exit(programs_.size(), /*always=*/true);
+    return;
+  }
   // The host does not wait for kernels; a loop of small evaluations that reads nothing back
   // would queue commands (and the driver's memory for them) without bound. Every so many
   // kernels the host waits for the queue to drain.

@@ -94,6 +94,7 @@ class OpenClDevice final : public Device, public std::enable_shared_from_this<Op
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
+  bool first_kernel_waited_ = false;  // see finish_at_exit in opencl_device.cpp
   std::string name_, driver_, platform_, options_;
   DeviceTraits traits_;
   std::size_t max_group_ = 1;
