@@ -19,8 +19,21 @@ for pkg in "${PACKAGES[@]}"; do
   fi
 done
 
+# The ONNX export test runs kiln's models in ONNX Runtime (PyPI only; Debian has no package). It
+# reports itself skipped where PyPI cannot be reached.
+ONNX_PIP=(onnx==1.23.2 onnxruntime==1.32.0 numpy)
+install_onnx_python() {
+  if python3 -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+    return
+  fi
+  echo "setup: installing ${ONNX_PIP[*]} for $(command -v python3) with pip"
+  python3 -m pip install --quiet --disable-pip-version-check "${ONNX_PIP[@]}" ||
+    echo "setup: pip could not install ${ONNX_PIP[*]}: the ONNX Runtime check will be skipped"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all build dependencies are installed"
+  install_onnx_python
   exit 0
 fi
 
@@ -37,3 +50,4 @@ fi
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y --no-install-recommends "${missing[@]}"
+install_onnx_python

@@ -15,6 +15,7 @@
 #include "kiln/indexing.hpp"
 #include "kiln/linalg.hpp"
 #include "kiln/normalization.hpp"
+#include "kiln/onnx.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/profile.hpp"
 #include "kiln/random.hpp"

@@ -1,0 +1,203 @@
+#include "data/onnx_model.hpp"
+
+#include <cstring>
+
+#include "data/protobuf_writer.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln::detail {
+
+namespace {
+
+// Field numbers of onnx.proto.
+namespace model_field {
+constexpr int ir_version = 1, producer_name = 2, producer_version = 3, graph = 7, opset_import = 8;
+}
+namespace opset_field {
+constexpr int domain = 1, version = 2;
+}
+namespace graph_field {
+constexpr int node = 1, name = 2, initializer = 5, input = 11, output = 12;
+}
+namespace node_field {
+constexpr int input = 1, output = 2, name = 3, op_type = 4, attribute = 5;
+}
+namespace attribute_field {
+constexpr int name = 1, f = 2, i = 3, s = 4, ints = 8, type = 20;
+}
+namespace tensor_field {
+constexpr int dims = 1, data_type = 2, name = 8, raw_data = 9;
+}
+namespace value_info_field {
+constexpr int name = 1, type = 2;
+}
+namespace type_field {
+constexpr int tensor_type = 1;
+constexpr int elem_type = 1, shape = 2;  // TypeProto.Tensor
+constexpr int dim = 1;                   // TensorShapeProto
+constexpr int dim_value = 1;             // TensorShapeProto.Dimension
+}  // namespace type_field
+
+std::string value_info(const std::string& name, OnnxType type, const Shape& shape) {
+  ProtoWriter dims;
+  for (const std::int64_t d : shape) {
+    ProtoWriter dim;
+    dim.varint_field(type_field::dim_value, d);
+    dims.message_field(type_field::dim, dim);
+  }
+  ProtoWriter tensor;
+  tensor.varint_field(type_field::elem_type, static_cast<std::int32_t>(type));
+  tensor.message_field(type_field::shape, dims);
+  ProtoWriter type_proto;
+  type_proto.message_field(type_field::tensor_type, tensor);
+  ProtoWriter info;
+  info.bytes_field(value_info_field::name, name);
+  info.message_field(value_info_field::type, type_proto);
+  return info.bytes();
+}
+
+template <class T>
+std::string raw_bytes(const std::vector<T>& values) {
+  std::string raw(values.size() * sizeof(T), '\0');
+  if (!values.empty()) std::memcpy(raw.data(), values.data(), raw.size());
+  return raw;
+}
+
+}  // namespace
+
+OnnxType onnx_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return OnnxType::f32;
+    case DType::f64: return OnnxType::f64;
+    case DType::i32: return OnnxType::i32;
+    case DType::i64: return OnnxType::i64;
+  }
+  throw Error(ErrorCode::wrong_type, "save_onnx: a dtype ONNX export does not know");
+}
+
+OnnxAttribute OnnxAttribute::integer(std::string name, std::int64_t value) {
+  OnnxAttribute a;
+  a.name = std::move(name);
+  a.kind = Kind::i;
+  a.i = value;
+  return a;
+}
+OnnxAttribute OnnxAttribute::real(std::string name, float value) {
+  OnnxAttribute a;
+  a.name = std::move(name);
+  a.kind = Kind::f;
+  a.f = value;
+  return a;
+}
+OnnxAttribute OnnxAttribute::text(std::string name, std::string value) {
+  OnnxAttribute a;
+  a.name = std::move(name);
+  a.kind = Kind::s;
+  a.s = std::move(value);
+  return a;
+}
+OnnxAttribute OnnxAttribute::integers(std::string name, std::vector<std::int64_t> values) {
+  OnnxAttribute a;
+  a.name = std::move(name);
+  a.kind = Kind::ints;
+  a.ints = std::move(values);
+  return a;
+}
+
+std::string OnnxModel::fresh_name(std::string_view hint) {
+  return "/" + std::string(hint) + "_" + std::to_string(next_name_++);
+}
+
+std::string OnnxModel::add_node(std::string op_type, std::vector<std::string> inputs,
+                                std::vector<OnnxAttribute> attributes, int outputs) {
+  std::vector<std::string> names;
+  for (int i = 0; i < outputs; ++i) names.push_back(fresh_name(op_type));
+  std::string first = names.front();
+  add_node_named(std::move(op_type), std::move(inputs), std::move(names), std::move(attributes));
+  return first;
+}
+
+void OnnxModel::add_node_named(std::string op_type, std::vector<std::string> inputs,
+                               std::vector<std::string> outputs,
+                               std::vector<OnnxAttribute> attributes) {
+  ProtoWriter node;
+  for (const std::string& in : inputs) node.bytes_field(node_field::input, in);
+  for (const std::string& out : outputs) node.bytes_field(node_field::output, out);
+  node.bytes_field(node_field::name, "/" + op_type + "_node_" + std::to_string(nodes_.size()));
+  node.bytes_field(node_field::op_type, op_type);
+  for (const OnnxAttribute& a : attributes) {
+    ProtoWriter attribute;
+    attribute.bytes_field(attribute_field::name, a.name);
+    switch (a.kind) {
+      case OnnxAttribute::Kind::f: attribute.float_field(attribute_field::f, a.f); break;
+      case OnnxAttribute::Kind::i: attribute.varint_field(attribute_field::i, a.i); break;
+      case OnnxAttribute::Kind::s: attribute.bytes_field(attribute_field::s, a.s); break;
+      case OnnxAttribute::Kind::ints:
+        attribute.packed_varints(attribute_field::ints, a.ints);
+        break;
+    }
+    attribute.varint_field(attribute_field::type, static_cast<std::int32_t>(a.kind));
+    node.message_field(node_field::attribute, attribute);
+  }
+  nodes_.push_back(node.bytes());
+}
+
+std::string OnnxModel::add_initializer(OnnxType type, const Shape& shape, std::string raw,
+                                       std::string name) {
+  ProtoWriter tensor;
+  tensor.packed_varints(tensor_field::dims, shape);
+  tensor.varint_field(tensor_field::data_type, static_cast<std::int32_t>(type));
+  tensor.bytes_field(tensor_field::name, name);
+  tensor.bytes_field(tensor_field::raw_data, raw);
+  initializers_.push_back(tensor.bytes());
+  return name;
+}
+
+std::string OnnxModel::int64s(const std::vector<std::int64_t>& values) {
+  return add_initializer(OnnxType::i64, {static_cast<std::int64_t>(values.size())},
+                         raw_bytes(values), fresh_name("int64s"));
+}
+
+std::string OnnxModel::scalar_of(OnnxType type, Scalar value) {
+  std::string raw;
+  switch (type) {
+    case OnnxType::f32: raw = raw_bytes(std::vector<float>{value.as<float>()}); break;
+    case OnnxType::f64: raw = raw_bytes(std::vector<double>{value.as<double>()}); break;
+    case OnnxType::i32: raw = raw_bytes(std::vector<std::int32_t>{value.as<std::int32_t>()}); break;
+    case OnnxType::i64: raw = raw_bytes(std::vector<std::int64_t>{value.as<std::int64_t>()}); break;
+    case OnnxType::boolean: raw = std::string(1, value.as<double>() != 0 ? '\1' : '\0'); break;
+  }
+  return add_initializer(type, {}, std::move(raw), fresh_name("scalar"));
+}
+
+void OnnxModel::add_input(const std::string& name, OnnxType type, const Shape& shape) {
+  inputs_.push_back({name, type, shape});
+}
+void OnnxModel::add_output(const std::string& name, OnnxType type, const Shape& shape) {
+  outputs_.push_back({name, type, shape});
+}
+
+std::string OnnxModel::serialize() const {
+  ProtoWriter graph;
+  for (const std::string& n : nodes_) graph.bytes_field(graph_field::node, n);
+  graph.bytes_field(graph_field::name, graph_name_);
+  for (const std::string& t : initializers_) graph.bytes_field(graph_field::initializer, t);
+  for (const ValueInfo& v : inputs_)
+    graph.bytes_field(graph_field::input, value_info(v.name, v.type, v.shape));
+  for (const ValueInfo& v : outputs_)
+    graph.bytes_field(graph_field::output, value_info(v.name, v.type, v.shape));
+
+  ProtoWriter opset;
+  opset.bytes_field(opset_field::domain, "");
+  opset.varint_field(opset_field::version, kOpset);
+
+  ProtoWriter model;
+  model.varint_field(model_field::ir_version, kIrVersion);
+  model.bytes_field(model_field::producer_name, "kiln");
+  model.bytes_field(model_field::producer_version, "1");
+  model.message_field(model_field::graph, graph);
+  model.message_field(model_field::opset_import, opset);
+  return model.bytes();
+}
+
+}  // namespace kiln::detail
