@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -179,6 +181,71 @@ TEST(OpenCl, DeviceOutOfMemoryLeavesTensorsIntact) {
   }
   const std::vector<float> v = kept.to_vector<float>();
   EXPECT_FLOAT_EQ(v.back(), 2.f);
+}
+
+// gather, scatter_add, unwindow, the scans and argsort run on the device (their results stay
+// there) with the reference's bits: sums in the reference's order, a stable sort with NaN last.
+TEST(OpenCl, DataDependentOpsRunOnTheDeviceWithTheReferencesBits) {
+  REQUIRE_OPENCL(gpu);
+  const float nan = std::nanf("");
+  const Tensor x = Tensor::from(
+      std::vector<float>{0.5f, -1.f, 0.5f, nan, 3.f, -0.f, 0.f, 2.f, 0.5f, 7.f, -2.f, 0.25f}, {3, 4});
+  const Tensor rows = Tensor::from(std::vector<std::int64_t>{2, 0, 2, 1, 2, 2}, {2, 3});
+  const Tensor big = kiln::uniform({5, 300}, 3) * 1000.f;
+  const std::vector<std::function<Tensor()>> cases = {
+      [&] { return kiln::gather(x, 0, rows); },
+      [&] { return kiln::scatter_add(kiln::zeros({3, 4}), 0, rows, x * 3.f); },
+      [&] {
+        const Tensor to = Tensor::from(std::vector<std::int32_t>{1, -1, 1, 0, 3, 3, -1, 2, 0, 0, 0, 0},
+                                       {3, 4});
+        return kiln::index_set(kiln::ones({3, 4}), x, to);
+      },
+      [&] { return kiln::unslide_window(kiln::sliding_window(big, {2, 5}, {1, 3}) * 2.f,
+                                        {5, 300}, {1, 3}); },
+      [&] { return kiln::cumsum(big, 1); },
+      [&] { return kiln::cumprod(x + 1.f, 0); },
+      [&] { return kiln::cumsum(rows * (std::int64_t{1} << 61), 1); },
+      [&] { return kiln::argsort(x, 1); },
+      [&] { return kiln::argsort(x, 0, true); },
+      [&] { return kiln::argsort(kiln::convert(big / 100.f, DType::i32), 1, true); },
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const Tensor on_device = cases[c]().eval(*gpu);
+    EXPECT_FALSE(buffer_of(on_device).on_host()) << "case " << c << " ran on the host";
+    const Tensor reference = cases[c]().eval(*kiln::reference_executor());
+    ASSERT_EQ(on_device.dtype(), reference.dtype());
+    if (reference.dtype() == DType::f32) {
+      const auto a = on_device.to_vector<float>(), b = reference.to_vector<float>();
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t i = 0; i < a.size(); ++i)
+        EXPECT_TRUE(std::memcmp(&a[i], &b[i], sizeof(float)) == 0)
+            << "case " << c << " element " << i << ": " << a[i] << " vs " << b[i];
+    } else {
+      EXPECT_EQ(on_device.to_vector<std::int64_t>(), reference.to_vector<std::int64_t>())
+          << "case " << c;
+    }
+  }
+}
+
+TEST(OpenCl, AnIndexOutOfRangeIsTheReferencesError) {
+  REQUIRE_OPENCL(gpu);
+  // Indices known only when they are computed: the device finds them, the message is the
+  // reference's (the first bad index in order).
+  const Tensor computed = kiln::convert(kiln::arange(4), DType::i64) * std::int64_t{3};  // 0 3 6 9
+  const auto message = [&](const std::function<Tensor()>& build, kiln::Executor& executor) {
+    const kiln::Error e = kiln_test::error_of([&] { build().eval(executor); });
+    EXPECT_EQ(e.code(), kiln::ErrorCode::invalid_select) << e.what();
+    return std::string(e.what());
+  };
+  const std::vector<std::function<Tensor()>> cases = {
+      [&] { return kiln::gather(kiln::arange(5), 0, computed); },
+      [&] { return kiln::scatter_add(kiln::zeros({5}), 0, computed, kiln::ones({4})); },
+      [&] { return kiln::index_select(kiln::ones({5, 2}), 0, computed - std::int64_t{4}); },
+  };
+  for (const auto& build : cases) {
+    const std::string want = message(build, *kiln::reference_executor());
+    EXPECT_EQ(message(build, *gpu), want);
+  }
 }
 
 TEST(OpenCl, HostCallablesAndKernelsWithoutADeviceFormRunOnTheHost) {

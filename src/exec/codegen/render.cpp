@@ -24,7 +24,7 @@ namespace {
 // source. In the definitions $T is the type, $U its unsigned type, $F a float literal's suffix.
 struct Helper {
   std::string_view name;
-  std::string_view integer;  // for int and long
+  std::string_view integer;   // for int and long
   std::string_view floating;  // for float and double
 };
 constexpr Helper kHelpers[] = {
@@ -50,9 +50,16 @@ constexpr Helper kHelpers[] = {
      "  while (e > 0) { if (e & 1) r *= x; x *= x; e >>= 1; }\n"
      "  return ($T)r;\n}",
      "$T kiln_pow($T a, $T b) { return pow(a, b); }"},
-    {"kiln_replaces", "int kiln_replaces($T c, $T b, int maximum) { return maximum ? c > b : c < b; }",
+    {"kiln_replaces",
+     "int kiln_replaces($T c, $T b, int maximum) { return maximum ? c > b : c < b; }",
      "int kiln_replaces($T c, $T b, int maximum) {\n"
      "  if (b != b) return 0;\n  if (c != c) return 1;\n  return maximum ? c > b : c < b;\n}"},
+    {"kiln_before",
+     "int kiln_before($T a, $T b, int descending) { return descending ? b < a : a < b; }",
+     "int kiln_before($T a, $T b, int descending) {\n"
+     "  int na = a != a, nb = b != b;\n"
+     "  if (na || nb) return descending ? (na && !nb) : (nb && !na);\n"
+     "  return descending ? b < a : a < b;\n}"},
     {"kiln_to_i32", "",
      "int kiln_to_i32($T v) {\n"
      "  return v != v ? 0 : v <= -2147483648.0$F ? (-2147483647 - 1)\n"
@@ -149,8 +156,8 @@ std::string fill_template(std::string_view tmpl, const std::string* args) {
 // the work-items past the end (the launch is rounded up to whole work-groups) leaving at once.
 std::string per_item(const Dialect& d, const char* var, std::int64_t n) {
   const std::string v(var);
-  return "  long " + v + " = (long)" + std::string(d.global_id) + ";\n  if (" + v + " >= " +
-         std::to_string(n) + ") return;\n";
+  return "  long " + v + " = (long)" + std::string(d.global_id) + ";\n  if (" + v +
+         " >= " + std::to_string(n) + ") return;\n";
 }
 
 // The launch of a kernel with one work-item per position of `n` positions.
@@ -219,13 +226,12 @@ class Renderer {
         if (!l.valid.empty() && (l.valid[dim].first > 0 || l.valid[dim].second < size) &&
             misses != "1")
           misses += std::string(misses.empty() ? "" : " || ") + c + " < " +
-                    number(l.valid[dim].first) + " || " + c + " >= " +
-                    number(l.valid[dim].second);
+                    number(l.valid[dim].first) + " || " + c + " >= " + number(l.valid[dim].second);
       }
       if (!misses.empty()) {
         fills.push_back(literal(l.fill, data.dtype, d_));
-        body += "      if (miss == 0 && (" + misses + ")) miss = " +
-                std::to_string(fills.size()) + ";\n";
+        body += "      if (miss == 0 && (" + misses + ")) miss = " + std::to_string(fills.size()) +
+                ";\n";
       }
       body += "      kp = " + next + ";\n    }\n";
     }
@@ -254,9 +260,9 @@ class Renderer {
       const auto out = static_cast<std::size_t>(ins.out);
       if (ins.load >= 0) {
         const IrLoad& l = ir.loads[static_cast<std::size_t>(ins.load)];
-        const ViewMap* view =
-            l.through >= 0 ? &structure_.nodes()[static_cast<std::size_t>(l.through)]->view
-                           : nullptr;
+        const ViewMap* view = l.through >= 0
+                                  ? &structure_.nodes()[static_cast<std::size_t>(l.through)]->view
+                                  : nullptr;
         load(body, name, l.node, view, index);
         reg[out] = name;
         reg_type[out] = l.type;
@@ -268,9 +274,8 @@ class Renderer {
       for (int a = 0; a < s.arity; ++a) {
         const auto r = static_cast<std::size_t>(s.args[a]);
         // where's condition keeps its type: a nonzero i64 must not become 0 as an i32.
-        args[a] = info.kind == OpKind::ternary && a == 0
-                      ? reg[r]
-                      : cast(reg[r], reg_type[r], s.compute, d_);
+        args[a] = info.kind == OpKind::ternary && a == 0 ? reg[r]
+                                                         : cast(reg[r], reg_type[r], s.compute, d_);
       }
       note_type(s.compute);
       note_type(s.dtype);
@@ -289,7 +294,8 @@ class Renderer {
               cast(expr, from, s.dtype, d_) + ";\n";
       reg[out] = name;
       reg_type[out] = s.dtype;
-      if (ins.store >= 0 && stores != nullptr) (*stores)[static_cast<std::size_t>(ins.store)] = name;
+      if (ins.store >= 0 && stores != nullptr)
+        (*stores)[static_cast<std::size_t>(ins.store)] = name;
     }
     return reg[static_cast<std::size_t>(ir.result)];
   }
@@ -306,6 +312,7 @@ class Renderer {
                 std::string(d_.type(n.dtype)) + "* in" + std::to_string(i);
     }
     if (r_.seed_of >= 0) params += ", " + std::string(d_.u64) + " seed";
+    if (r_.index_check) params += ", " + std::string(d_.global) + " int* bad";
     std::string src(d_.preamble);
     if (r_.uses_f64) src += d_.fp64_preamble;
     src += helpers_for(body, d_, r_.uses_f64);
@@ -385,9 +392,8 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   const DType value_type = arg ? producer : root.dtype;
   // Float sums and products accumulate in double, as semantics/reduction.hpp does, where the
   // device has double; integers wrap in their own type.
-  const DType acc_type = is_float(value_type) && !extreme
-                             ? (device.fp64 ? DType::f64 : value_type)
-                             : value_type;
+  const DType acc_type =
+      is_float(value_type) && !extreme ? (device.fp64 ? DType::f64 : value_type) : value_type;
   r.note_type(acc_type);
   const std::string T(d.type(value_type)), A(d.type(acc_type));
   int group = 1;
@@ -405,8 +411,7 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   } else {
     body += "  " + A + " acc = " + (op == Op::prod ? "1" : "0") + ";\n";
   }
-  body += "  for (long j = l; j < " + number(reduced) + "; j += " + std::to_string(group) +
-          ") {\n";
+  body += "  for (long j = l; j < " + number(reduced) + "; j += " + std::to_string(group) + ") {\n";
   body += "  long p = base + j * " + number(inner) + ";\n";
   std::string value;
   if (k.body.empty()) {
@@ -422,8 +427,8 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
             ")) { best = y; at = j; }\n";
   } else {
     const std::string y = cast(v, value_type, acc_type, d);
-    body += "  acc = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") + "(acc, " + y +
-            ");\n";
+    body +=
+        "  acc = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") + "(acc, " + y + ");\n";
   }
   body += "  }\n";
   const std::string local(d.local), barrier(d.barrier);
@@ -461,8 +466,9 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
     std::string total = "accs[0]";
     if (op == Op::mean && is_float(acc_type))
       total = "(accs[0] / (" + A + ")" + number(reduced) + ")";
-    body += "    out0[g] = " + cast(cast(total, acc_type, value_type, d), value_type, root.dtype, d) +
-            ";\n";
+    body +=
+        "    out0[g] = " + cast(cast(total, acc_type, value_type, d), value_type, root.dtype, d) +
+        ";\n";
   }
   body += "  }\n";
   out.local_size = static_cast<std::size_t>(group);
@@ -490,8 +496,8 @@ RenderedKernel matrix_product(const Kernel& k, const GraphStructure& structure, 
   const std::string A(d.type(acc));
   std::vector<std::string> outputs = r.begin("kiln_matmul", t);
   std::string body = per_item(d, "i", n);
-  body += "  long j = i % " + number(p) + ";\n  long row = (i / " + number(p) + ") % " +
-          number(m) + ";\n  long batch = i / " + number(m * p) + ";\n";
+  body += "  long j = i % " + number(p) + ";\n  long row = (i / " + number(p) + ") % " + number(m) +
+          ";\n  long batch = i / " + number(m * p) + ";\n";
   body += "  " + A + " acc = 0;\n";
   body += "  for (long l = 0; l < " + number(inner) + "; ++l) {\n";
   const KernelInput& a = k.inputs[0];
@@ -522,9 +528,7 @@ RenderedKernel uniform(const Kernel& k, const GraphStructure& structure, const D
   std::vector<std::string> outputs = r.begin("kiln_uniform", root.dtype);
   const std::string u64(d.u64);
   std::string body = per_item(d, "i", n);
-  const auto mix = [&](const std::string& z) {
-    return "kiln_mix64(" + z + ")";
-  };
+  const auto mix = [&](const std::string& z) { return "kiln_mix64(" + z + ")"; };
   body += "  " + u64 + " bits = " + mix(mix("seed + 0x9e3779b97f4a7c15UL") + " ^ (" + u64 + ")i") +
           ";\n";
   if (root.dtype == DType::f32)
@@ -573,8 +577,8 @@ RenderedKernel concatenation(const Kernel& k, const GraphStructure& structure, c
     const KernelInput& in = k.inputs[part];
     const std::int64_t size = root.inputs[part]->shape[axis];
     if (size == 0) continue;
-    body += std::string(first == 0 ? "  if" : "  else if") + " (a < " + number(first + size) +
-            ") {\n";
+    body +=
+        std::string(first == 0 ? "  if" : "  else if") + " (a < " + number(first + size) + ") {\n";
     const std::string name = "x" + std::to_string(part);
     r.load(body, name, structure.slot(in.node), in.view,
            "(outer * " + number(size) + " + (a - " + number(first) + ")) * " + number(inner) +
@@ -665,10 +669,11 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
     std::vector<std::pair<const char*, std::int64_t>> v(dims);
     body += "  long q = e;\n";
     for (std::size_t a = v.size(); a-- > 0;) {
-      if (a == 0) body += "  long " + std::string(v[a].first) + " = q;\n";
+      if (a == 0)
+        body += "  long " + std::string(v[a].first) + " = q;\n";
       else
-        body += "  long " + std::string(v[a].first) + " = q % " + N(v[a].second) + "; q /= " +
-                N(v[a].second) + ";\n";
+        body += "  long " + std::string(v[a].first) + " = q % " + N(v[a].second) +
+                "; q /= " + N(v[a].second) + ";\n";
     }
   };
   switch (root.op) {
@@ -678,8 +683,8 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
       body += "  " + T + " acc = 0;\n";
       body += "  for (long c = 0; c < " + N(g.c) + "; ++c)\n  for (long ki = 0; ki < " + N(g.kh) +
               "; ++ki) {\n  long y = " + row + ";\n  if (y < 0 || y >= " + N(g.h) +
-              ") continue;\n  for (long kj = 0; kj < " + N(g.kw) + "; ++kj) {\n  long x = " +
-              col + ";\n  if (x < 0 || x >= " + N(g.w) + ") continue;\n";
+              ") continue;\n  for (long kj = 0; kj < " + N(g.kw) + "; ++kj) {\n  long x = " + col +
+              ";\n  if (x < 0 || x >= " + N(g.w) + ") continue;\n";
       value(body, "a", 0, xi, t);
       value(body, "b", 1, wi, t);
       body += "  acc = acc + a * b;\n  }\n  }\n  out0[e] = acc;\n";
@@ -718,8 +723,8 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
       unpack({{"p", g.n * g.c}, {"i", g.oh}, {"j", g.ow}});
       body += "  " + I + " best = 0;\n  int any = 0;\n";
       body += "  for (long ki = 0; ki < " + N(g.kh) + "; ++ki)\n  for (long kj = 0; kj < " +
-              N(g.kw) + "; ++kj) {\n  long y = " + row + ", x = " + col + ";\n  if (y < 0 || y >= " +
-              N(g.h) + " || x < 0 || x >= " + N(g.w) + ") continue;\n";
+              N(g.kw) + "; ++kj) {\n  long y = " + row + ", x = " + col +
+              ";\n  if (y < 0 || y >= " + N(g.h) + " || x < 0 || x >= " + N(g.w) + ") continue;\n";
       value(body, "v", 0, "p * " + N(g.h * g.w) + " + y * " + N(g.w) + " + x", in);
       body += "  if (!any || kiln_replaces(v, best, 1)) best = v;\n  any = 1;\n  }\n";
       body += "  out0[e] = " + cast("best", in, t, d) + ";\n";
@@ -756,6 +761,183 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
   return r.per_item_kernel(n, device, outputs, body);
 }
 
+// Statements declaring the coordinates `prefix`0.. of the row-major position `position` in
+// `shape`.
+std::string unravel(const std::string& prefix, const std::string& position, const Shape& shape) {
+  std::string body = "  long " + prefix + "q = " + position + ";\n";
+  for (std::size_t dim = shape.size(); dim-- > 0;) {
+    const std::string c = prefix + std::to_string(dim);
+    if (dim == 0) {
+      body += "  long " + c + " = " + prefix + "q;\n";
+    } else {
+      body += "  long " + c + " = " + prefix + "q % " + number(shape[dim]) + "; " + prefix +
+              "q /= " + number(shape[dim]) + ";\n";
+    }
+  }
+  return body;
+}
+
+// The row-major position in `shape` of the coordinates `prefix`0.., coordinate `axis` replaced
+// by `along`.
+std::string ravel(const std::string& prefix, const Shape& shape, std::size_t axis,
+                  const std::string& along) {
+  std::string position = "0";
+  for (std::size_t dim = 0; dim < shape.size(); ++dim)
+    position = "(" + position + ") * " + number(shape[dim]) + " + " +
+               (dim == axis ? along : prefix + std::to_string(dim));
+  return position;
+}
+
+// gather along attrs.axes[0]: one work-item per result position (the indices' shape). An index
+// outside the data's dimension sets the check flag; the backend then reports it.
+RenderedKernel gather(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                      const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  const Node& root = *k.root;
+  const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
+  const Shape& data = root.inputs[0]->shape;
+  const std::int64_t n = root.numel();
+  out.index_check = true;
+  std::vector<std::string> outputs = r.begin("kiln_gather", root.dtype);
+  std::string body = per_item(d, "i", n);
+  r.load(body, "k_", structure.slot(k.inputs[1].node), k.inputs[1].view, "i");
+  body += "  long k = (long)k_;\n  if (k < 0 || k >= " + number(data[axis]) +
+          ") { bad[0] = 1; out0[i] = 0; return; }\n";
+  body += unravel("u", "i", root.shape);
+  r.load(body, "x", structure.slot(k.inputs[0].node), k.inputs[0].view,
+         ravel("u", data, axis, "k"));
+  body += "  out0[i] = " + cast("x", k.inputs[0].node->dtype, root.dtype, d) + ";\n";
+  return r.per_item_kernel(n, device, outputs, body);
+}
+
+// scatter_add along attrs.axes[0]: one work-item per result position, adding the sources whose
+// index names it in the order of the indices (the reference's order, so the same bits). The
+// work-items at position 0 of the axis check their line's indices.
+RenderedKernel scatter_add(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                           const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  const Node& root = *k.root;
+  const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
+  const Shape& index = root.inputs[1]->shape;
+  const Shape& source = root.inputs[2]->shape;
+  const std::int64_t n = root.numel();
+  const DType t = root.dtype;
+  const std::string T(d.type(t)), a(std::to_string(axis));
+  out.index_check = true;
+  std::vector<std::string> outputs = r.begin("kiln_scatter_add", t);
+  std::string body = per_item(d, "i", n);
+  r.load(body, "x_", structure.slot(k.inputs[0].node), k.inputs[0].view, "i");
+  body += "  " + T + " acc = " + cast("x_", k.inputs[0].node->dtype, t, d) + ";\n";
+  body += unravel("u", "i", root.shape);
+  std::string inside = "1";
+  for (std::size_t dim = 0; dim < index.size(); ++dim)
+    if (dim != axis) inside += " && u" + std::to_string(dim) + " < " + number(index[dim]);
+  body += "  if (" + inside + ") {\n  for (long j = 0; j < " + number(index[axis]) + "; ++j) {\n";
+  r.load(body, "k_", structure.slot(k.inputs[1].node), k.inputs[1].view,
+         ravel("u", index, axis, "j"));
+  body += "  long k = (long)k_;\n";
+  const std::string dropped = root.attrs.drop_negative ? "k < 0" : "0";
+  body += "  if (u" + a + " == 0 && !(" + dropped +
+          ") && (k < 0 || k >= " + number(root.shape[axis]) + ")) bad[0] = 1;\n";
+  body += "  if (k != u" + a + ") continue;\n";
+  r.load(body, "y_", structure.slot(k.inputs[2].node), k.inputs[2].view,
+         ravel("u", source, axis, "j"));
+  body += "  acc = kiln_add(acc, " + cast("y_", k.inputs[2].node->dtype, t, d) + ");\n  }\n  }\n";
+  body += "  out0[i] = acc;\n";
+  return r.per_item_kernel(n, device, outputs, body);
+}
+
+// unwindow (the adjoint of the windows view): one work-item per result position, adding the
+// window elements that read it. For each window position at most one element does, so visiting
+// the window positions in row-major order adds the terms in the reference's order.
+RenderedKernel unwindow(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                        const DeviceTraits& device) {
+  Renderer r(structure, d);
+  const Node& root = *k.root;
+  const std::size_t rank = root.shape.size();
+  const Shape& windows = root.inputs[0]->shape;  // [counts..., window...]
+  const std::int64_t n = root.numel();
+  const DType t = root.dtype;
+  std::vector<std::string> outputs = r.begin("kiln_unwindow", t);
+  std::string body = per_item(d, "i", n);
+  body += unravel("p", "i", root.shape);
+  body += "  " + std::string(d.type(t)) + " acc = 0;\n";
+  std::string position = "0";
+  for (std::size_t dim = 0; dim < rank; ++dim) {
+    const std::string s = "s" + std::to_string(dim), p = "p" + std::to_string(dim);
+    const std::string step = number(root.attrs.step[dim]), dil = number(root.attrs.dilation[dim]);
+    const std::int64_t count = windows[dim], width = windows[rank + dim];
+    body += "  long lo" + std::to_string(dim) + " = " + p + " - " + number((width - 1)) + " * " +
+            dil + ";\n  lo" + std::to_string(dim) + " = lo" + std::to_string(dim) + " > 0 ? (lo" +
+            std::to_string(dim) + " + " + step + " - 1) / " + step + " : 0;\n";
+    body += "  for (long " + s + " = lo" + std::to_string(dim) + "; " + s + " <= " + p + " / " +
+            step + " && " + s + " < " + number(count) + "; ++" + s + ") {\n";
+    body += "  long t" + std::to_string(dim) + " = " + p + " - " + s + " * " + step + ";\n  if (t" +
+            std::to_string(dim) + " % " + dil + " != 0 || t" + std::to_string(dim) + " / " + dil +
+            " >= " + number(width) + ") continue;\n";
+    position = "(" + position + ") * " + number(count) + " + " + s;
+  }
+  for (std::size_t dim = 0; dim < rank; ++dim)
+    position = "(" + position + ") * " + number(windows[rank + dim]) + " + t" +
+               std::to_string(dim) + " / " + number(root.attrs.dilation[dim]);
+  r.load(body, "x_", structure.slot(k.inputs[0].node), k.inputs[0].view, position);
+  body += "  acc = kiln_add(acc, " + cast("x_", k.inputs[0].node->dtype, t, d) + ");\n";
+  for (std::size_t dim = 0; dim < rank; ++dim) body += "  }\n";
+  body += "  out0[i] = acc;\n";
+  return r.per_item_kernel(n, device, outputs, body);
+}
+
+// cumsum and cumprod along attrs.axes[0]: one work-item per line, in order (semantics/sorting.hpp:
+// floats in their own type, integers wrapping), so the values are the reference's.
+RenderedKernel scan(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                    const DeviceTraits& device) {
+  Renderer r(structure, d);
+  const Node& root = *k.root;
+  const AxisLines l(root);
+  const DType t = root.dtype;
+  std::vector<std::string> outputs = r.begin("kiln_scan", t);
+  std::string body = per_item(d, "g", l.outer * l.inner);
+  body += "  long base = (g / " + number(l.inner) + ") * " + number(l.len * l.inner) + " + g % " +
+          number(l.inner) + ";\n";
+  body += "  " + std::string(d.type(t)) + " running = 0;\n";
+  body += "  for (long j = 0; j < " + number(l.len) + "; ++j) {\n";
+  body += "  long at = base + j * " + number(l.inner) + ";\n";
+  r.load(body, "x_", structure.slot(k.inputs[0].node), k.inputs[0].view, "at");
+  const std::string x = cast("x_", k.inputs[0].node->dtype, t, d);
+  body += "  running = j == 0 ? " + x + " : " + (root.op == Op::cumsum ? "kiln_add" : "kiln_mul") +
+          "(running, " + x + ");\n  out0[at] = running;\n  }\n";
+  return r.per_item_kernel(l.outer * l.inner, device, outputs, body);
+}
+
+// argsort along attrs.axes[0]: one work-item per element, which counts the elements of its line
+// that a stable sort puts before it (semantics/sorting.hpp's order) and writes its own position
+// there.
+RenderedKernel argsort(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                       const DeviceTraits& device) {
+  Renderer r(structure, d);
+  const Node& root = *k.root;
+  const AxisLines l(root);
+  const std::int64_t n = root.numel();
+  const std::string desc = root.attrs.descending ? "1" : "0";
+  const KernelInput& in = k.inputs[0];
+  const int slot = structure.slot(in.node);
+  std::vector<std::string> outputs = r.begin("kiln_argsort", root.dtype);
+  std::string body = per_item(d, "e", n);
+  body += "  long j = (e / " + number(l.inner) + ") % " + number(l.len) + ";\n";
+  body += "  long base = e - j * " + number(l.inner) + ";\n";
+  r.load(body, "mine", slot, in.view, "e");
+  body += "  long rank = 0;\n  for (long m = 0; m < " + number(l.len) + "; ++m) {\n";
+  body += "  if (m == j) continue;\n";
+  r.load(body, "other", slot, in.view, "base + m * " + number(l.inner));
+  body += "  if (kiln_before(other, mine, " + desc + ") || (m < j && !kiln_before(mine, other, " +
+          desc + "))) ++rank;\n  }\n";
+  body += "  out0[base + rank * " + number(l.inner) +
+          "] = " + cast("j", DType::i64, root.dtype, d) + ";\n";
+  return r.per_item_kernel(n, device, outputs, body);
+}
+
 }  // namespace
 
 bool can_render(const Kernel& k) {
@@ -771,7 +953,10 @@ bool can_render(const Kernel& k) {
         case OpKind::copy:
         case OpKind::concat: return true;
         case OpKind::softmax: return is_float(k.root->dtype);
-        case OpKind::window2d: return true;
+        case OpKind::window2d:
+        case OpKind::indexing:
+        case OpKind::scan:
+        case OpKind::sort: return true;
         default: return false;
       }
     case Kernel::Kind::reduce: {
@@ -792,6 +977,12 @@ RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStr
       case OpKind::concat: return concatenation(k, structure, dialect, device);
       case OpKind::softmax: return softmax_lines(k, structure, dialect, device);
       case OpKind::window2d: return window2d(k, structure, dialect, device);
+      case OpKind::indexing:
+        return k.root->op == Op::gather        ? gather(k, structure, dialect, device)
+               : k.root->op == Op::scatter_add ? scatter_add(k, structure, dialect, device)
+                                               : unwindow(k, structure, dialect, device);
+      case OpKind::scan: return scan(k, structure, dialect, device);
+      case OpKind::sort: return argsort(k, structure, dialect, device);
       default: return uniform(k, structure, dialect, device);
     }
   }

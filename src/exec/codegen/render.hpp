@@ -33,13 +33,16 @@ struct RenderedKernel {
   int outputs = 0;               // the first arguments: root, then the stored nodes
   std::vector<int> inputs;       // then one buffer per input: positions in the structure
   int seed_of = -1;              // then, where not -1, the seed (u64) of the node at this position
+  bool index_check = false;      // then one int the kernel sets to 1 when an index read from
+                                 // data lies outside its dimension (the backend reports it)
   std::size_t global_size = 0;   // work-items in all
   std::size_t local_size = 0;    // per work-group (0: the device chooses)
   bool uses_f64 = false;
 };
 
 // Kernels the renderer has a form for: elementwise (the body, its stored nodes), materialize,
-// reductions over adjacent axes, matmul, and random_uniform. `ir` is the lowered body (elementwise kernels and reductions
+// reductions over adjacent axes, matmul, random_uniform, copies, concat, softmax, the 2-D window
+// ops, gather, scatter_add, unwindow, the scans and argsort: every op but the user's callables. `ir` is the lowered body (elementwise kernels and reductions
 // with a fused producer); unused otherwise.
 bool can_render(const Kernel& k);
 RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,

@@ -1,8 +1,8 @@
 // The OpenCL backend: matrix products go to CLBlast where it takes them; each other kernel of
 // the runtime's schedule that the renderer has a form for (elementwise chains through views,
 // copies through views, producers fused into reductions) runs as one generated OpenCL C kernel
-// on the device. Results stay in device memory until a host reads them. Kernels it has no form
-// for yet go to the runtime's host fallback, which KILN_DEBUG names.
+// on the device. Results stay in device memory until a host reads them. Only kernels that run
+// the user's C++ callables go to the runtime's host fallback, which KILN_DEBUG names.
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -17,6 +17,7 @@
 #include "exec/opencl/clblast_matmul.hpp"
 #include "exec/opencl/opencl_device.hpp"
 #include "exec/runtime.hpp"
+#include "exec/semantics/indexing.hpp"
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
 #include "kiln/executor.hpp"
@@ -80,7 +81,19 @@ class OpenClBackend final : public Backend {
       const cl_ulong seed = r.structure.nodes()[static_cast<std::size_t>(rk.seed_of)]->attrs.seed;
       check(clSetKernelArg(p.kernel, arg++, sizeof seed, &seed), "clSetKernelArg");
     }
+    std::shared_ptr<ClMemory> bad;
+    if (rk.index_check) {
+      const cl_int zero = 0;
+      bad = device_->allocate(sizeof zero);
+      device_->upload(*bad, &zero, sizeof zero);
+      set_buffer(p.kernel, arg++, *bad);
+    }
     device_->run(p.kernel, rk.global_size, rk.local_size);
+    if (bad) {
+      cl_int flagged = 0;
+      device_->download(*bad, &flagged, sizeof flagged);
+      if (flagged != 0) report_bad_index(k);
+    }
     for (std::size_t i = 0; i < outputs.size(); ++i) publish(*outputs[i], std::move(results[i]));
     return KernelOutcome::ran;
   }
@@ -111,6 +124,29 @@ class OpenClBackend final : public Backend {
     }
   }
 
+  // The error the reference gives for the first index (in row-major order) outside its
+  // dimension: the indices are read on the host only once the device found one.
+  [[noreturn]] static void report_bad_index(const Kernel& k) {
+    const Node& root = *k.root;
+    const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
+    const std::int64_t size =
+        root.op == Op::gather ? root.inputs[0]->shape[axis] : root.shape[axis];
+    const KernelInput& in = k.inputs[1];
+    const Buffer& values = *in.node->result;
+    const std::int64_t count = root.inputs[1]->numel();
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::int64_t at = i;
+      const Scalar* fill = nullptr;
+      const bool stored = in.view == nullptr || in.view->locate(i, &at, &fill);
+      const std::int64_t v = stored ? values.get<std::int64_t>(at) : fill->as<std::int64_t>();
+      if (v < 0 && root.attrs.drop_negative) continue;
+      if (!index_in_range(v, size)) index_out_of_range(root, v, size);
+    }
+    throw Error(ErrorCode::internal_error, std::string(root.info().name) +
+                                               ": the device found an index out of range that "
+                                               "the host does not");
+  }
+
   // A product CLBlast takes runs there; false leaves it to the generated kernel.
   bool library_matmul(const KernelRun& r) {
     if (!use_clblast_) return false;
@@ -126,8 +162,9 @@ class OpenClBackend final : public Backend {
     std::string why;
     if (!clblast_matmul(*device_, root, {a->handle(), std::move(*la)},
                         {b->handle(), std::move(*lb)}, out.memory->handle(), why)) {
-      if (debug_) std::cerr << "[kiln] opencl: matmul " << shape_to_string(root.shape) << ": "
-                            << why << "; the generated kernel computes it\n";
+      if (debug_)
+        std::cerr << "[kiln] opencl: matmul " << shape_to_string(root.shape) << ": " << why
+                  << "; the generated kernel computes it\n";
       return false;
     }
     publish(*k.root, std::move(out));
@@ -189,8 +226,8 @@ std::shared_ptr<Executor> opencl_executor() {
   static const std::variant<std::shared_ptr<Executor>, Error> instance =
       []() -> std::variant<std::shared_ptr<Executor>, Error> {
     try {
-      return detail::make_runtime(std::make_unique<detail::opencl::OpenClBackend>(
-          detail::opencl::OpenClDevice::open()));
+      return detail::make_runtime(
+          std::make_unique<detail::opencl::OpenClBackend>(detail::opencl::OpenClDevice::open()));
     } catch (const Error& e) {
       return e;
     }
