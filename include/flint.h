@@ -95,7 +95,8 @@ extern "C" {
  * - INCOMPATIBLE_SHAPES: the shapes of the operands do not fit together
  * - INVALID_SELECT: an index, slice, window or argument is impossible or outside the node;
  *   also NULL or freed node pointers and NULL arrays
- * - OCL_ERROR: the GPU (OpenCL) backend was asked for; kiln has none yet
+ * - OCL_ERROR: the GPU (OpenCL) backend failed: no OpenCL device, a kernel that did not build
+ *   (the message holds the build log), or a device that was lost
  * - INTERNAL_ERROR: illegal state of kiln; should not happen (please report it)
  * - OUT_OF_MEMORY: memory for a result could not be allocated, or a size is too large
  * - ILLEGAL_DERIVE: a gradient cannot be computed (variable not marked, output not built in

@@ -19,6 +19,8 @@
 
 #include "exec/opencl/clblast_matmul.hpp"
 #include "exec/opencl/kernel_cache.hpp"
+#include "exec/opencl/opencl_device.hpp"
+#include "flint.h"
 #include "graph/node.hpp"
 #include "kiln/executor.hpp"
 #include "kiln/data.hpp"
@@ -246,6 +248,40 @@ TEST(OpenCl, AnIndexOutOfRangeIsTheReferencesError) {
     const std::string want = message(build, *kiln::reference_executor());
     EXPECT_EQ(message(build, *gpu), want);
   }
+}
+
+// A lost device (simulated: the driver's CL_DEVICE_NOT_AVAILABLE cannot be caused on purpose) is
+// an ocl_error for every later use, in C++ and in C, never a crash; host copies stay readable and
+// the CPU executor keeps working.
+TEST(OpenCl, ALostDeviceIsAnErrorNeverACrash) {
+  REQUIRE_OPENCL(gpu);
+  const Tensor read = (kiln::arange(8).to(DType::f32) * 2.f).eval(*gpu);
+  const std::vector<float> values = read.to_vector<float>();
+  const Tensor unread = (kiln::arange(8).to(DType::f32) + 1.f).eval(*gpu);
+  ASSERT_FALSE(buffer_of(unread).on_host());
+  struct EndLoss {
+    ~EndLoss() { kiln::detail::opencl::simulate_device_loss(false); }
+  } end_loss;
+  kiln::detail::opencl::simulate_device_loss(true);
+
+  const kiln::Error e = kiln_test::error_of([&] { (read * 3.f).eval(*gpu); });
+  EXPECT_EQ(e.code(), kiln::ErrorCode::ocl_error) << e.what();
+  EXPECT_NE(std::string(e.what()).find("is lost"), std::string::npos) << e.what();
+  EXPECT_EQ(read.to_vector<float>(), values) << "the host copy stays";
+  EXPECT_EQ(kiln_test::code_of([&] { unread.to_vector<float>(); }), kiln::ErrorCode::ocl_error);
+  EXPECT_EQ((read * 3.f).eval(*kiln::cpu_executor()).to_vector<float>()[1], 6.f);
+  // The C API's GPU execution reports OCL_ERROR.
+  const float data[3] = {1, 2, 3};
+  const size_t shape = 3;
+  FGraphNode* node = fadd_cf(fCreateGraph(data, 3, F_FLOAT32, &shape, 1), 1.f);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(fExecuteGraph_gpu(node), nullptr);
+  EXPECT_EQ(fErrorType(), OCL_ERROR);
+  fFreeGraph(node);
+
+  kiln::detail::opencl::simulate_device_loss(false);
+  EXPECT_EQ((read * 3.f).eval(*gpu).to_vector<float>()[1], 6.f);
+  EXPECT_EQ(unread.to_vector<float>()[0], 1.f);
 }
 
 TEST(OpenCl, HostCallablesAndKernelsWithoutADeviceFormRunOnTheHost) {

@@ -214,7 +214,17 @@ class OpenClBackend final : public Backend {
   const bool debug_ = !env_is("KILN_DEBUG", "") && !env_is("KILN_DEBUG", "0");
 };
 
+// The device the executor opened, for simulate_device_loss.
+std::weak_ptr<OpenClDevice>& opened_device() {
+  static std::weak_ptr<OpenClDevice> device;
+  return device;
+}
+
 }  // namespace
+
+void simulate_device_loss(bool lost) {
+  if (const auto device = opened_device().lock()) device->simulate_loss(lost);
+}
 
 }  // namespace detail::opencl
 
@@ -226,8 +236,10 @@ std::shared_ptr<Executor> opencl_executor() {
   static const std::variant<std::shared_ptr<Executor>, Error> instance =
       []() -> std::variant<std::shared_ptr<Executor>, Error> {
     try {
+      auto device = detail::opencl::OpenClDevice::open();
+      detail::opencl::opened_device() = device;
       return detail::make_runtime(
-          std::make_unique<detail::opencl::OpenClBackend>(detail::opencl::OpenClDevice::open()));
+          std::make_unique<detail::opencl::OpenClBackend>(std::move(device)));
     } catch (const Error& e) {
       return e;
     }

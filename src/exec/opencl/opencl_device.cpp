@@ -102,8 +102,8 @@ std::vector<std::string> device_list() {
                        : (type & CL_DEVICE_TYPE_CPU) != 0         ? "CPU"
                        : (type & CL_DEVICE_TYPE_ACCELERATOR) != 0 ? "accelerator"
                                                                   : "other";
-    out.push_back(std::to_string(c.platform) + ":" + std::to_string(c.index) + " " + c.name +
-                  " (" + kind + "), " + device_string(c.device, CL_DEVICE_VERSION));
+    out.push_back(std::to_string(c.platform) + ":" + std::to_string(c.index) + " " + c.name + " (" +
+                  kind + "), " + device_string(c.device, CL_DEVICE_VERSION));
   }
   return out;
 }
@@ -131,12 +131,28 @@ const char* status_name(cl_int status) {
 
 void check(cl_int status, const char* call) {
   if (status == CL_SUCCESS) return;
-  const std::string what = std::string(call) + " failed: " + status_name(status) + " (" +
-                           std::to_string(status) + ")";
+  const std::string what =
+      std::string(call) + " failed: " + status_name(status) + " (" + std::to_string(status) + ")";
   if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES ||
       status == CL_OUT_OF_HOST_MEMORY || status == CL_INVALID_BUFFER_SIZE)
     throw Error(ErrorCode::out_of_memory, "OpenCL: " + what);
   throw Error(ErrorCode::ocl_error, "OpenCL: " + what);
+}
+
+void OpenClDevice::usable() const {
+  if (lost())
+    throw Error(ErrorCode::ocl_error,
+                "OpenCL: the device " + name_ +
+                    " is lost (it reported CL_DEVICE_NOT_AVAILABLE): values that lived only on it "
+                    "are gone; host copies stay readable and other executors still work");
+}
+
+void OpenClDevice::checked(cl_int status, const char* call) {
+  if (status == CL_DEVICE_NOT_AVAILABLE) {
+    lost_.store(true, std::memory_order_release);
+    usable();
+  }
+  check(status, call);
 }
 
 ClMemory::~ClMemory() { device_->give_back(mem_, bytes_); }
@@ -231,6 +247,7 @@ std::size_t OpenClDevice::bytes_of(DType dtype, std::int64_t numel) const {
 }
 
 std::shared_ptr<ClMemory> OpenClDevice::allocate(std::size_t bytes) {
+  usable();
   // Sizes round up to 256 bytes, so that buffers of nearby sizes share the pool.
   const std::size_t size = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
   {
@@ -252,7 +269,7 @@ std::shared_ptr<ClMemory> OpenClDevice::allocate(std::size_t bytes) {
       release_pool();  // what the pool keeps may be what is missing
       continue;
     }
-    check(status, ("clCreateBuffer of " + std::to_string(size) + " bytes on " + name_).c_str());
+    checked(status, ("clCreateBuffer of " + std::to_string(size) + " bytes on " + name_).c_str());
   }
 }
 
@@ -276,21 +293,24 @@ void OpenClDevice::release_pool() {
 }
 
 void OpenClDevice::upload(const ClMemory& to, const void* from, std::size_t bytes) {
+  usable();
   if (bytes == 0) return;
-  check(clEnqueueWriteBuffer(queue_, to.handle(), CL_TRUE, 0, bytes, from, 0, nullptr, nullptr),
-        "clEnqueueWriteBuffer");
+  checked(clEnqueueWriteBuffer(queue_, to.handle(), CL_TRUE, 0, bytes, from, 0, nullptr, nullptr),
+          "clEnqueueWriteBuffer");
 }
 
 void OpenClDevice::download(const ClMemory& from, void* to, std::size_t bytes) {
+  usable();
   if (bytes == 0) return;
-  check(clEnqueueReadBuffer(queue_, from.handle(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
-        "clEnqueueReadBuffer");
+  checked(clEnqueueReadBuffer(queue_, from.handle(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
+          "clEnqueueReadBuffer");
   finish_at_exit(programs_.size());
 }
 
 void OpenClDevice::finish() {
+  usable();
   queued_ = 0;
-  check(clFinish(queue_), "clFinish");
+  checked(clFinish(queue_), "clFinish");
   finish_at_exit(programs_.size());
 }
 
@@ -301,8 +321,8 @@ cl_program OpenClDevice::build(const std::string& source, const std::string& key
     const unsigned char* bytes = binary->data();
     const std::size_t size = binary->size();
     cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
-    cl_program program = clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes,
-                                                   &binary_status, &status);
+    cl_program program =
+        clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &binary_status, &status);
     if (status == CL_SUCCESS && binary_status == CL_SUCCESS &&
         clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr) == CL_SUCCESS) {
       ++cache_loads_;
@@ -345,6 +365,7 @@ cl_program OpenClDevice::build(const std::string& source, const std::string& key
 }
 
 cl_kernel OpenClDevice::kernel(const std::string& source, const std::string& entry) {
+  usable();
   std::lock_guard lock(programs_mutex_);
   auto found = programs_.find(source);
   if (found == programs_.end()) {
@@ -364,9 +385,10 @@ cl_kernel OpenClDevice::kernel(const std::string& source, const std::string& ent
 }
 
 void OpenClDevice::run(cl_kernel kernel, std::size_t global, std::size_t local) {
-  check(clEnqueueNDRangeKernel(queue_, kernel, 1, nullptr, &global, local ? &local : nullptr, 0,
-                               nullptr, nullptr),
-        "clEnqueueNDRangeKernel");
+  usable();
+  checked(clEnqueueNDRangeKernel(queue_, kernel, 1, nullptr, &global, local ? &local : nullptr, 0,
+                                 nullptr, nullptr),
+          "clEnqueueNDRangeKernel");
   enqueued();
 }
 

@@ -7,6 +7,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -28,6 +29,10 @@ void check(cl_int status, const char* call);
 // Every device of every platform, as kiln::opencl_devices() lists them.
 std::vector<std::string> device_list();
 const char* status_name(cl_int status);
+
+// For tests: the OpenCL executor's device behaves as lost (see OpenClDevice::lost), or no longer.
+// Defined with the executor (opencl_backend.cpp); does nothing where no device was opened.
+void simulate_device_loss(bool lost);
 
 class OpenClDevice;
 
@@ -84,16 +89,26 @@ class OpenClDevice final : public Device, public std::enable_shared_from_this<Op
   std::uint64_t cache_loads() const { return cache_loads_; }
   const KernelCache& disk_cache() const { return cache_; }
 
+  // A device that stops answering (a driver reset, a GPU fallen off the bus: a call reports
+  // CL_DEVICE_NOT_AVAILABLE) is lost for good: every later use throws ocl_error naming it, without
+  // asking the driver again. Values that lived only on it are gone; host copies stay readable and
+  // the other executors keep working. Tests simulate a loss, and end it.
+  bool lost() const { return lost_.load(std::memory_order_acquire); }
+  void simulate_loss(bool lost) { lost_.store(lost, std::memory_order_release); }
+
  private:
   friend class ClMemory;
   OpenClDevice() = default;
   void give_back(cl_mem mem, std::size_t bytes);
   cl_program build(const std::string& source, const std::string& key);
   void release_pool();
+  void usable() const;                            // throws ocl_error once the device is lost
+  void checked(cl_int status, const char* call);  // check(), noting a loss first
 
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
+  std::atomic<bool> lost_{false};
   bool first_kernel_waited_ = false;  // see finish_at_exit in opencl_device.cpp
   std::string name_, driver_, platform_, options_;
   DeviceTraits traits_;
