@@ -85,6 +85,10 @@ class Exporter {
   std::string node(std::string op, Names in, std::vector<OnnxAttribute> attrs = {}) {
     return model_.add_node(std::move(op), std::move(in), std::move(attrs));
   }
+  // To a shape of kiln's, where a 0 is a size (ONNX's default reads it as "keep that dimension").
+  std::string reshape(const std::string& x, const Shape& shape) {
+    return node("Reshape", {x, model_.int64s(shape)}, {attr("allowzero", 1)});
+  }
   std::string where(const std::string& c, const std::string& a, const std::string& b) {
     return node("Where", {c, a, b});
   }
@@ -209,7 +213,7 @@ void Exporter::emit_view(const Node& n) {
   const auto& a = n.attrs;
   const auto rank = static_cast<std::int64_t>(n.shape.size());
   switch (n.op) {
-    case Op::reshape: names_[&n] = node("Reshape", {x, model_.int64s(n.shape)}); return;
+    case Op::reshape: names_[&n] = reshape(x, n.shape); return;
     case Op::permute: names_[&n] = node("Transpose", {x}, {attr("perm", a.axes)}); return;
     case Op::slice: {
       std::vector<std::int64_t> ends(n.shape.size()), axes(n.shape.size());
@@ -237,7 +241,7 @@ void Exporter::emit_view(const Node& n) {
         // Aligned at the left: trailing dimensions of 1 first, then ONNX's (right-aligned) Expand.
         Shape padded = in.shape;
         padded.resize(n.shape.size(), 1);
-        source = node("Reshape", {x, model_.int64s(padded)});
+        source = reshape(x, padded);
       }
       names_[&n] = node("Expand", {source, model_.int64s(n.shape)});
       return;
@@ -353,9 +357,9 @@ std::string Exporter::emit_reduce(const Node& n) {
       for (const std::int64_t d : axes) block *= in.shape[static_cast<std::size_t>(d)];
       merged.push_back(block);
       merged.insert(merged.end(), in.shape.begin() + axes.back() + 1, in.shape.end());
-      x = node("Reshape", {x, model_.int64s(merged)});
+      x = reshape(x, merged);
     } else if (axes.empty()) {
-      x = node("Reshape", {x, model_.int64s({1})});
+      x = reshape(x, {1});
     }
     const std::string index =
         node(n.op == Op::argmax ? "ArgMax" : "ArgMin", {x},

@@ -184,6 +184,7 @@ Case float_ops() {
       {"pad", kiln::pad(a, {1, 0}, {2, 1}, 1.5)},
       {"transpose", kiln::transpose(a, 0, 1)},
       {"reshape", kiln::reshape(a, {2, 6})},
+      {"empty", kiln::reshape(kiln::slice(a, {1, 0}, {1, 4}), {0, 2, 2})},
       {"broadcast", a + kiln::slice(b, {0, 0}, {1, 4})},
       {"inverse_broadcast", a * kiln::sum(b, {1}).inverse_broadcast()},
       {"concat", kiln::concat({a, b, a}, 0)},
