@@ -213,6 +213,9 @@ class Renderer {
       for (std::size_t dim = rank; dim-- > 0;) {
         const std::string c = "c" + std::to_string(dim);
         const std::int64_t size = l.shape[dim];
+        // A view without elements is never read: no index arithmetic (a division by zero
+        // would only make the device compiler warn).
+        if (size == 0) continue;
         if (size == 1) {
           if (!l.valid.empty() && (l.valid[dim].first > 0 || l.valid[dim].second <= 0))
             misses = "1";
@@ -767,7 +770,9 @@ std::string unravel(const std::string& prefix, const std::string& position, cons
   std::string body = "  long " + prefix + "q = " + position + ";\n";
   for (std::size_t dim = shape.size(); dim-- > 0;) {
     const std::string c = prefix + std::to_string(dim);
-    if (dim == 0) {
+    if (shape[dim] == 0) {  // no positions: never run, and no division by zero to warn about
+      body += "  long " + c + " = 0;\n";
+    } else if (dim == 0) {
       body += "  long " + c + " = " + prefix + "q;\n";
     } else {
       body += "  long " + c + " = " + prefix + "q % " + number(shape[dim]) + "; " + prefix +
@@ -831,16 +836,21 @@ RenderedKernel scatter_add(const Kernel& k, const GraphStructure& structure, con
   r.load(body, "x_", structure.slot(k.inputs[0].node), k.inputs[0].view, "i");
   body += "  " + T + " acc = " + cast("x_", k.inputs[0].node->dtype, t, d) + ";\n";
   body += unravel("u", "i", root.shape);
-  std::string inside = "1";
+  // Positions outside the indices' extent (in the other dimensions) receive nothing. No
+  // constant operands in the conditions: the device compiler warns about them.
+  std::string inside;
   for (std::size_t dim = 0; dim < index.size(); ++dim)
-    if (dim != axis) inside += " && u" + std::to_string(dim) + " < " + number(index[dim]);
-  body += "  if (" + inside + ") {\n  for (long j = 0; j < " + number(index[axis]) + "; ++j) {\n";
+    if (dim != axis && index[dim] < root.shape[dim])
+      inside += std::string(inside.empty() ? "" : " && ") + "u" + std::to_string(dim) + " < " +
+                number(index[dim]);
+  body += "  " + std::string(inside.empty() ? "{" : "if (" + inside + ") {") +
+          "\n  for (long j = 0; j < " + number(index[axis]) + "; ++j) {\n";
   r.load(body, "k_", structure.slot(k.inputs[1].node), k.inputs[1].view,
          ravel("u", index, axis, "j"));
   body += "  long k = (long)k_;\n";
-  const std::string dropped = root.attrs.drop_negative ? "k < 0" : "0";
-  body += "  if (u" + a + " == 0 && !(" + dropped +
-          ") && (k < 0 || k >= " + number(root.shape[axis]) + ")) bad[0] = 1;\n";
+  const std::string kept = root.attrs.drop_negative ? " && k >= 0" : "";
+  body += "  if (u" + a + " == 0" + kept + " && (k < 0 || k >= " + number(root.shape[axis]) +
+          ")) bad[0] = 1;\n";
   body += "  if (k != u" + a + ") continue;\n";
   r.load(body, "y_", structure.slot(k.inputs[2].node), k.inputs[2].view,
          ravel("u", source, axis, "j"));
