@@ -105,7 +105,11 @@ OnnxAttribute OnnxAttribute::integers(std::string name, std::vector<std::int64_t
 }
 
 std::string OnnxModel::fresh_name(std::string_view hint) {
-  return "/" + std::string(hint) + "_" + std::to_string(next_name_++);
+  std::string name = "/";  // appended piece by piece: g++ 12 warns falsely about "/" + string
+  name += hint;
+  name += '_';
+  name += std::to_string(next_name_++);
+  return name;
 }
 
 std::string OnnxModel::add_node(std::string op_type, std::vector<std::string> inputs,
