@@ -27,11 +27,9 @@ namespace {
 
 std::size_t type_size(std::uint8_t type) {
   switch (type) {
-    case 0x08:
-    case 0x09: return 1;
+    case 0x08: case 0x09: return 1;
     case 0x0B: return 2;
-    case 0x0C:
-    case 0x0D: return 4;
+    case 0x0C: case 0x0D: return 4;
     case 0x0E: return 8;
     default: return 0;
   }
@@ -87,26 +85,10 @@ double IdxArray::value(std::int64_t i) const {
   switch (type) {
     case 0x08: return *p;
     case 0x09: return static_cast<std::int8_t>(*p);
-    case 0x0B: {
-      std::int16_t v;
-      std::memcpy(&v, p, 2);
-      return v;
-    }
-    case 0x0C: {
-      std::int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case 0x0D: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    default: {
-      double v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
+    case 0x0B: { std::int16_t v; std::memcpy(&v, p, 2); return v; }
+    case 0x0C: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
+    case 0x0D: { float v; std::memcpy(&v, p, 4); return v; }
+    default: { double v; std::memcpy(&v, p, 8); return v; }
   }
 }
 
@@ -178,8 +160,7 @@ IdxArray read_idx_unchecked(const std::string& path) {
   if (sized && gzdirect(f.get())) out.data.reserve(static_cast<std::size_t>(bytes));
   std::uint64_t have = 0;
   while (have < bytes) {
-    const std::size_t piece =
-        static_cast<std::size_t>(std::min<std::uint64_t>(bytes - have, kChunk));
+    const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(bytes - have, kChunk));
     out.data.resize(static_cast<std::size_t>(have) + piece);
     if (!read_exact(f.get(), out.data.data() + have, piece, path))
       io_fail(path, "file is truncated: " + announced + ", the data end sooner");
@@ -236,14 +217,11 @@ Tensor read_idx_labels(const std::string& path) {
 
 Dataset load_mnist_split(const std::string& dir, const std::string& split) {
   std::string prefix;
-  if (split == "train")
-    prefix = "train";
-  else if (split == "test" || split == "t10k")
-    prefix = "t10k";
-  else
-    throw Error(
-        ErrorCode::invalid_select,
-        "data::load_mnist_split: split must be \"train\" or \"test\", got \"" + split + "\"");
+  if (split == "train") prefix = "train";
+  else if (split == "test" || split == "t10k") prefix = "t10k";
+  else throw Error(ErrorCode::invalid_select,
+                   "data::load_mnist_split: split must be \"train\" or \"test\", got \"" + split +
+                       "\"");
   auto find = [&](const std::string& base) {
     const std::string plain = dir + "/" + base, gz = plain + ".gz";
     if (std::filesystem::exists(plain)) return plain;
@@ -281,20 +259,16 @@ Dataset take(const Dataset& d, std::int64_t count) {
   return out;
 }
 
-// ---- BatchIterator
-// --------------------------------------------------------------------------------
+// ---- BatchIterator --------------------------------------------------------------------------------
 
 BatchIterator::BatchIterator(Dataset data, std::int64_t batch_size, bool shuffle,
                              std::uint64_t seed, bool drop_last)
-    : data_(std::move(data)),
-      batch_size_(batch_size),
-      shuffle_(shuffle),
-      seed_(seed),
+    : data_(std::move(data)), batch_size_(batch_size), shuffle_(shuffle), seed_(seed),
       drop_last_(drop_last) {
   if (batch_size <= 0)
-    throw Error(
-        ErrorCode::illegal_dimension,
-        "data::BatchIterator: batch size must be positive, got " + std::to_string(batch_size));
+    throw Error(ErrorCode::illegal_dimension,
+                "data::BatchIterator: batch size must be positive, got " +
+                    std::to_string(batch_size));
   if (!data_.images.defined() || !data_.labels.defined() ||
       data_.images.size(0) != data_.labels.size(0))
     throw Error(ErrorCode::incompatible_shapes,
