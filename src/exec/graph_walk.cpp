@@ -1,6 +1,7 @@
 #include "exec/graph_walk.hpp"
 
 #include <cstdint>
+#include <unordered_map>
 
 namespace kiln::detail {
 
@@ -43,13 +44,6 @@ std::vector<Node*> nodes_to_compute(std::span<Node* const> targets) {
     }
   }
   return order;
-}
-
-std::unordered_map<Node*, int> consumer_counts(const std::vector<Node*>& order) {
-  std::unordered_map<Node*, int> counts;
-  for (Node* n : order)
-    for (Node* d : dependencies(*n)) ++counts[d];
-  return counts;
 }
 
 }  // namespace kiln::detail

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "graph/node.hpp"
@@ -17,8 +16,5 @@ std::vector<Node*> dependencies(const Node& node);
 // The nodes without results that the targets need (targets included, unless they have results),
 // inputs first. Iterative, so graph depth is limited only by memory.
 std::vector<Node*> nodes_to_compute(std::span<Node* const> targets);
-
-// For each node read by something in `order`, how many times it is read there.
-std::unordered_map<Node*, int> consumer_counts(const std::vector<Node*>& order);
 
 }  // namespace kiln::detail

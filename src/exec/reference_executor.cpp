@@ -1,43 +1,57 @@
-// The reference executor: computes the nodes a target needs, one op at a time, in topological
-// order, releasing intermediate results that no handle refers to after their last use.
-#include <unordered_set>
+// The reference backend, the oracle every other backend is tested against: one op per kernel,
+// each computed by its reference kernel (reference_kernels.hpp), the definition of the op's
+// values. It runs under the runtime like every backend, so it shares the walk, the schedule
+// cache and the release of intermediate results, but nothing that decides values: its policy
+// fuses nothing, and it never takes the memory plan's offers to compute in place (an in-place
+// update on another backend is then checked against a computation into fresh memory).
+#include <memory>
+#include <string>
 
+#include "exec/backend.hpp"
 #include "exec/reference_kernels.hpp"
-#include "exec/graph_walk.hpp"
+#include "exec/runtime.hpp"
+#include "kiln/error.hpp"
 #include "kiln/executor.hpp"
 
 namespace kiln {
 
+namespace detail {
 namespace {
 
-class ReferenceExecutor final : public Executor {
+class ReferenceBackend final : public Backend {
  public:
   std::string_view name() const override { return "reference"; }
 
-  void execute(std::span<detail::Node* const> targets) override {
-    const auto order = detail::nodes_to_compute(targets);
-    const std::unordered_set<detail::Node*> wanted(targets.begin(), targets.end());
-    auto remaining = detail::consumer_counts(order);
-    // Only results computed here can be released: they can be computed again if needed.
-    const std::unordered_set<detail::Node*> computed(order.begin(), order.end());
-    for (detail::Node* node : order) {
-      auto out = std::make_shared<detail::Buffer>(node->dtype, node->numel());
-      // No elements: nothing to compute, however large the other sizes of the shape.
-      if (out->numel() != 0) detail::run_reference_kernel(*node, *out);
-      node->result = std::move(out);
-      for (detail::Node* dep : detail::dependencies(*node)) {
-        if (--remaining[dep] == 0 && !wanted.count(dep) && dep->handles.load() == 0 &&
-            computed.count(dep) != 0)
-          dep->result.reset();
-      }
+  FusionPolicy fusion() const override {
+    FusionPolicy one_op_per_kernel;
+    one_op_per_kernel.chains = false;
+    one_op_per_kernel.into_reductions = false;
+    one_op_per_kernel.multi_output = false;
+    one_op_per_kernel.max_ops = 1;
+    return one_op_per_kernel;
+  }
+
+  KernelOutcome run(const KernelRun& r) override {
+    const Kernel& k = r.kernel;
+    if (!k.stored.empty() || k.body.size() > 1) {
+      std::string message = "reference backend: a fused kernel of ";
+      message += k.root->info().name;
+      message += " (its policy fuses nothing)";
+      throw Error(ErrorCode::internal_error, message);
     }
+    auto out = std::make_shared<Buffer>(k.root->dtype, k.root->numel());
+    run_reference_kernel(*k.root, *out);
+    k.root->result = std::move(out);
+    return KernelOutcome::ran;
   }
 };
 
 }  // namespace
+}  // namespace detail
 
 std::shared_ptr<Executor> reference_executor() {
-  static const auto instance = std::make_shared<ReferenceExecutor>();
+  static const auto instance =
+      detail::make_runtime(std::make_unique<detail::ReferenceBackend>());
   return instance;
 }
 
