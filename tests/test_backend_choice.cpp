@@ -84,4 +84,21 @@ TEST(BackendChoice, FindExecutorByName) {
   }
 }
 
+TEST(BackendChoice, PlacingOnAHostExecutorEvaluatesThere) {
+  const auto cpu = kiln::cpu_executor();
+  const auto counting = std::make_shared<Counting>(cpu);
+  const Tensor x = kiln::arange(6).to(kiln::DType::f32) * 2.f;
+  EXPECT_FALSE(x.is_on(*cpu)) << "not evaluated yet";
+  EXPECT_EQ(&x.place_on(*counting), &x);
+  EXPECT_EQ(counting->calls, 1);
+  EXPECT_TRUE(x.is_evaluated());
+  EXPECT_TRUE(x.is_on(*cpu));
+  EXPECT_TRUE(x.is_on(*kiln::reference_executor())) << "both compute in host memory";
+  x.place_on(*counting);
+  EXPECT_EQ(counting->calls, 1) << "placed already: nothing to compute";
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{0, 2, 4, 6, 8, 10}));
+  const kiln::Error e = kiln_test::error_of([] { Tensor().place_on(*kiln::cpu_executor()); });
+  EXPECT_NE(std::string(e.what()).find("place_on"), std::string::npos) << e.what();
+}
+
 }  // namespace

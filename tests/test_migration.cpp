@@ -227,6 +227,9 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
     expect_tensor(l, DType::f64, {2}, {11 + std::log(s), 23 + std::log(s)});
   });
   ROW(x.to(kiln::DType::f32), EXPECT_EQ(x.to(kiln::DType::f32).dtype(), DType::f32););
+  ROW(x.place_on(*kiln::cpu_executor()), {
+    EXPECT_TRUE(x.place_on(*kiln::cpu_executor()).is_on(*kiln::cpu_executor()));
+  });
   ROW(x.sum().item<double>(), EXPECT_EQ(x.sum().item<double>(), 276););
   ROW(x.clone(), expect_tensor(x.clone(), DType::f64, {2, 3, 4}, iota(24)););
   ROW(x.watch(), {

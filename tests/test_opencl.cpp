@@ -284,6 +284,51 @@ TEST(OpenCl, ALostDeviceIsAnErrorNeverACrash) {
   EXPECT_EQ(unread.to_vector<float>()[0], 1.f);
 }
 
+// Tensor::place_on: host values uploaded now and once, device values read back on request.
+TEST(OpenCl, APlacedTensorIsUploadedOnceAndReadBackOnRequest) {
+  REQUIRE_OPENCL(gpu);
+  const auto cpu = kiln::cpu_executor();
+  const Tensor x = Tensor::from(std::vector<float>{0.5f, 1.f, 2.f, 4.f});
+  EXPECT_TRUE(x.is_on(*cpu));
+  EXPECT_FALSE(x.is_on(*gpu));
+  x.place_on(*gpu);
+  EXPECT_TRUE(x.is_on(*gpu));
+  EXPECT_TRUE(x.is_on(*cpu)) << "the host copy stays";
+  EXPECT_EQ(buffer_of(x).device_copies(), 1u);
+  x.place_on(*gpu);
+  const Tensor y = kiln::exp(x).eval(*gpu);
+  EXPECT_EQ(buffer_of(x).device_copies(), 1u) << "placed once, read from there";
+  EXPECT_TRUE(y.is_on(*gpu));
+  EXPECT_FALSE(y.is_on(*cpu)) << "computed on the device, not read back yet";
+  y.place_on(*cpu);
+  EXPECT_TRUE(buffer_of(y).on_host());
+  EXPECT_TRUE(y.is_on(*gpu)) << "reading back keeps the device copy";
+  const std::vector<float> want =
+      kiln::exp(x).eval(*kiln::reference_executor()).to_vector<float>();
+  const std::vector<float> got = y.to_vector<float>();
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 4e-7f * want[i]);
+  // A lazy tensor placed on the device is computed there.
+  const Tensor z = x * 3.f;
+  z.place_on(*gpu);
+  EXPECT_TRUE(z.is_on(*gpu));
+  EXPECT_FALSE(z.is_on(*cpu));
+  EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{1.5f, 3.f, 6.f, 12.f}));
+  // Memory given to from_blob is read where it is at each use: never placed.
+  alignas(64) float blob[16] = {1.f, 2.f};
+  const Tensor b = Tensor::from_blob(blob, {2}, DType::f32);
+  b.place_on(*gpu);
+  EXPECT_FALSE(b.is_on(*gpu));
+  // A lost device: placing is its error, and nothing is on it any more.
+  struct EndLoss {
+    ~EndLoss() { kiln::detail::opencl::simulate_device_loss(false); }
+  } end_loss;
+  kiln::detail::opencl::simulate_device_loss(true);
+  EXPECT_FALSE(x.is_on(*gpu));
+  const Tensor fresh = Tensor::from(std::vector<float>{1.f});
+  EXPECT_EQ(kiln_test::code_of([&] { fresh.place_on(*gpu); }), kiln::ErrorCode::ocl_error);
+  EXPECT_EQ(kiln_test::code_of([&] { x.place_on(*gpu); }), kiln::ErrorCode::ocl_error);
+}
+
 TEST(OpenCl, HostCallablesAndKernelsWithoutADeviceFormRunOnTheHost) {
   REQUIRE_OPENCL(gpu);
   const Tensor x = kiln::linspace(-1, 1, 12).reshape({1, 1, 3, 4});

@@ -34,6 +34,13 @@ class Executor {
     virtual void run() = 0;
   };
   virtual std::unique_ptr<Prepared> prepare(std::span<detail::Node* const> targets);
+  /// Makes the values of the targets, which hold values, present in this executor's memory: a
+  /// device executor uploads them now, so that its kernels that read them later transfer nothing;
+  /// a host executor makes the host copy current (values computed on a device are read back).
+  /// Memory given to Tensor::from_blob is read where it is at each use, so it is never placed.
+  virtual void place(std::span<detail::Node* const> targets);
+  /// Whether the node's values are present in this executor's memory now.
+  virtual bool holds(const detail::Node& node) const;
   /// Waits until every kernel it has queued on its device has finished. Reading values does
   /// this by itself; a timing of device work needs it (the CPU executors never queue).
   virtual void synchronize() {}

@@ -79,6 +79,13 @@ class Tensor {
   /// name) instead of the current one; this thread's other evaluations are not affected.
   const Tensor& eval(Executor& executor) const;
   bool is_evaluated() const;
+  /// Evaluates on `executor` if needed and makes the values present in its memory, uploading
+  /// them to its device now (libtorch's `to(device)`, without a new tensor: the values keep
+  /// their other copies, and a later evaluation anywhere reads the copy it needs). Placing on
+  /// the CPU executor reads values computed on a device back to the host.
+  const Tensor& place_on(Executor& executor) const;
+  /// Whether the values are present in `executor`'s memory now (false before evaluation).
+  bool is_on(const Executor& executor) const;
   /// A new leaf with this tensor's values (evaluated first if needed). It shares the values'
   /// memory instead of copying them, and has no graph behind it.
   Tensor detach() const;

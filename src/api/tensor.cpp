@@ -7,6 +7,7 @@
 #include "exec/evaluate.hpp"
 #include "exec/operand.hpp"
 #include "graph/values.hpp"
+#include "kiln/executor.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln {
@@ -106,6 +107,15 @@ const Tensor& Tensor::eval(Executor& executor) const {
   return *this;
 }
 bool Tensor::is_evaluated() const { return detail::has_values(n()); }
+const Tensor& Tensor::place_on(Executor& executor) const {
+  detail::Node* targets[] = {detail::node_of(*this, "place_on").get()};
+  if (!detail::has_values(*targets[0])) detail::evaluate(targets, executor);
+  executor.place(targets);
+  return *this;
+}
+bool Tensor::is_on(const Executor& executor) const {
+  return detail::has_values(n()) && executor.holds(n());
+}
 
 Tensor Tensor::detach() const {
   eval();

@@ -48,6 +48,11 @@ class Backend {
   // Waits until every kernel it queued has finished (backends that run kernels as they are
   // called have nothing to wait for).
   virtual void synchronize() {}
+  // Makes the buffer's values present in the backend's memory (Executor::place); a host
+  // backend makes the host copy current.
+  virtual void place(const Buffer& values) { static_cast<void>(values.data()); }
+  // Whether the buffer's values are in the backend's memory now.
+  virtual bool holds(const Buffer& values) const { return values.on_host(); }
 };
 
 }  // namespace kiln::detail

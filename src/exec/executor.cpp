@@ -12,6 +12,7 @@
 #include "exec/evaluate.hpp"
 #include "graph/graph_lock.hpp"
 #include "graph/node.hpp"
+#include "graph/values.hpp"
 #include "kiln/error.hpp"
 
 namespace kiln {
@@ -120,6 +121,14 @@ class ExecuteEachTime final : public Executor::Prepared {
 std::unique_ptr<Executor::Prepared> Executor::prepare(std::span<detail::Node* const> targets) {
   execute(targets);
   return std::make_unique<ExecuteEachTime>(*this, targets);
+}
+
+// Executors without a device of their own compute into host memory.
+void Executor::place(std::span<detail::Node* const> targets) {
+  for (detail::Node* t : targets) static_cast<void>(detail::host_values(*t).data());
+}
+bool Executor::holds(const detail::Node& node) const {
+  return detail::has_values(node) && detail::host_values(node).on_host();
 }
 
 int num_threads() { return detail::thread_count(); }

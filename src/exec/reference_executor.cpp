@@ -50,8 +50,7 @@ class ReferenceBackend final : public Backend {
 }  // namespace detail
 
 std::shared_ptr<Executor> reference_executor() {
-  static const auto instance =
-      detail::make_runtime(std::make_unique<detail::ReferenceBackend>());
+  static const auto instance = detail::make_runtime(std::make_unique<detail::ReferenceBackend>());
   return instance;
 }
 

@@ -36,6 +36,17 @@ class Runtime final : public Executor {
 
   std::string_view name() const override { return backend_->name(); }
   void synchronize() override { backend_->synchronize(); }
+  void place(std::span<Node* const> targets) override {
+    for (Node* t : targets) {
+      if (!t->result)
+        throw Error(ErrorCode::internal_error,
+                    std::string(t->info().name) + ": placed before it was evaluated");
+      backend_->place(*t->result);
+    }
+  }
+  bool holds(const Node& node) const override {
+    return node.result != nullptr && backend_->holds(*node.result);
+  }
 
   void execute(std::span<Node* const> targets) override {
     if (std::all_of(targets.begin(), targets.end(), [](Node* t) { return t->result != nullptr; }))

@@ -57,6 +57,13 @@ class OpenClBackend final : public Backend {
   std::string setup() const override { return device_->name() + ", " + device_->driver(); }
 
   void synchronize() override { device_->finish(); }
+  void place(const Buffer& values) override {
+    device_->usable();
+    static_cast<void>(on_device(values));
+  }
+  bool holds(const Buffer& values) const override {
+    return !device_->lost() && values.copy_on(*device_) != nullptr;
+  }
 
   KernelOutcome run(const KernelRun& r) override {
     const Kernel& k = r.kernel;

@@ -95,6 +95,7 @@ class OpenClDevice final : public Device, public std::enable_shared_from_this<Op
   // the other executors keep working. Tests simulate a loss, and end it.
   bool lost() const { return lost_.load(std::memory_order_acquire); }
   void simulate_loss(bool lost) { lost_.store(lost, std::memory_order_release); }
+  void usable() const;  // throws ocl_error once the device is lost
 
  private:
   friend class ClMemory;
@@ -102,7 +103,6 @@ class OpenClDevice final : public Device, public std::enable_shared_from_this<Op
   void give_back(cl_mem mem, std::size_t bytes);
   cl_program build(const std::string& source, const std::string& key);
   void release_pool();
-  void usable() const;                            // throws ocl_error once the device is lost
   void checked(cl_int status, const char* call);  // check(), noting a loss first
 
   cl_device_id device_ = nullptr;
