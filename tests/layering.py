@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks kiln's layering: each directory of src/ uses only the directories below it, both in
 its #include lines and at link level (the symbols its object files need and which directory's
-object files define them). Usage: layering.py SOURCE_DIR OBJECT_FILE...
+object files define them). It also checks that the front end reads values only through
+graph/values.hpp, that only a backend sees its storage, and that only the files that make nodes
+write a node's IR. Usage: layering.py SOURCE_DIR OBJECT_FILE...
 
     graph      the IR, storage, shapes, gradient mode: the vocabulary of every layer
     exec       the runtime and the backends (reference, cpu, opencl)
@@ -43,6 +45,17 @@ RESULT_MEMBER = re.compile(r"\.result\b")
 FRONT_END = {"api", "autodiff", "capi", "data", "nn"}
 # Files allowed to touch Node::result, with the reason (none today).
 RESULT_EXCEPTIONS = set()
+# A built node's IR (op, inputs, attributes, view) never changes. Writes to those fields happen
+# only where nodes are made, and in the one step where an evaluated node becomes a leaf.
+IR_WRITE = re.compile(r"->(op|inputs|attrs|view|view_base|dtype|shape|symbolic|"
+                      r"in_gradient_context)\s*(=(?!=)|\.(clear|push_back|emplace_back|reset|"
+                      r"swap|assign|resize)\()")
+IR_WRITERS = {
+    os.path.join("api", "builder.cpp"): "makes every node of the front end",
+    os.path.join("api", "function.cpp"): "makes the private copy of a compiled function's graph",
+    os.path.join("exec", "executor.cpp"): "an evaluated node becomes a leaf (Flint's "
+                                          "fOptimizeMemory), under the graph's write lock",
+}
 
 
 def layer_of(path, src):
@@ -68,6 +81,13 @@ def check_includes(src):
                     if RESULT_ACCESS.search(code) or (layer != "capi" and RESULT_MEMBER.search(code)):
                         problems.append(f"{path}:{line_no}: {layer}/ reads Node::result "
                                         "(use graph/values.hpp)")
+            if rel not in IR_WRITERS:
+                for line_no, line in enumerate(text.splitlines(), 1):
+                    write = IR_WRITE.search(line.split("//")[0])
+                    # The C API's CNode has a `shape` of its own (the C struct's dimensions).
+                    if write and not (layer == "capi" and write.group(1) == "shape"):
+                        problems.append(f"{path}:{line_no}: writes a built node's IR (only "
+                                        f"{', '.join(sorted(IR_WRITERS))} may)")
             for header in INCLUDE.findall(text):
                 # A backend's storage and device types stay inside it: only its own directory
                 # includes its headers (everyone else sees graph/device_memory.hpp).

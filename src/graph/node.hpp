@@ -1,5 +1,9 @@
-// Node: one vertex of the immutable graph. A node never changes after it is built, except for
-// its cached result, which executors fill in and may release again.
+// Node: one vertex of the graph. Its IR (op, dtype, shape, inputs, attributes, view) is fixed when
+// it is built (tests/layering.py checks that only the builders write it), with one exception: an
+// evaluated node that no gradient passes through becomes a leaf holding its values, releasing the
+// graph below it (exec/executor.cpp; Flint's fOptimizeMemory). That is what bounds the memory of
+// a loop that evaluates as it goes, with every handle to the node seeing the leaf. The values
+// themselves (`result`) are the runtime's: only exec/ and graph/values.hpp touch them.
 #pragma once
 
 #include <atomic>
