@@ -217,7 +217,9 @@ std::string describe(const std::vector<Kernel>& kernels) {
   std::unordered_map<const Node*, std::size_t> id;
   auto name = [&](const Node* n) {
     auto [it, fresh] = id.try_emplace(n, id.size());
-    return "%" + std::to_string(it->second);
+    std::string label = "%";
+    label += std::to_string(it->second);
+    return label;
   };
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const Kernel& k = kernels[i];

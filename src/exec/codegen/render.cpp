@@ -16,6 +16,14 @@ namespace kiln::detail {
 
 namespace {
 
+// "<prefix><n>", built in place: g++ 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
+std::string numbered(const char* prefix, std::int64_t n) {
+  std::string name(prefix);
+  name += std::to_string(n);
+  return name;
+}
+
+
 // Helpers the registry's C templates name (kiln_add, kiln_pow, ...), with the integer rules of
 // semantics/integer.hpp (wrapping through unsigned types, division by zero giving 0) and the NaN
 // rules of semantics/nan_rules.hpp, plus conversions to integers as convert_value does them (NaN
@@ -211,7 +219,7 @@ class Renderer {
       std::string next = number(l.offset);
       std::string misses;  // the condition under which a position lies outside the valid range
       for (std::size_t dim = rank; dim-- > 0;) {
-        const std::string c = "c" + std::to_string(dim);
+        const std::string c = numbered("c", dim);
         const std::int64_t size = l.shape[dim];
         // A view without elements is never read: no index arithmetic (a division by zero
         // would only make the device compiler warn).
@@ -259,7 +267,7 @@ class Renderer {
     std::vector<DType> reg_type(static_cast<std::size_t>(ir.registers));
     int next = 0;
     for (const IrInstruction& ins : ir.code) {
-      const std::string name = "v" + std::to_string(next++);
+      const std::string name = numbered("v", next++);
       const auto out = static_cast<std::size_t>(ins.out);
       if (ins.load >= 0) {
         const IrLoad& l = ir.loads[static_cast<std::size_t>(ins.load)];
@@ -582,7 +590,7 @@ RenderedKernel concatenation(const Kernel& k, const GraphStructure& structure, c
     if (size == 0) continue;
     body +=
         std::string(first == 0 ? "  if" : "  else if") + " (a < " + number(first + size) + ") {\n";
-    const std::string name = "x" + std::to_string(part);
+    const std::string name = numbered("x", part);
     r.load(body, name, structure.slot(in.node), in.view,
            "(outer * " + number(size) + " + (a - " + number(first) + ")) * " + number(inner) +
                " + rest");
