@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "test_support.hpp"
 #include "kiln/nn.hpp"
 #include "kiln/safetensors.hpp"
+#include "exec/semantics/narrow_floats.hpp"
 
 namespace {
 
@@ -94,6 +98,140 @@ TEST(Safetensors, EveryKilnDtypeRoundTripsWithItsMetadata) {
                }),
                ErrorCode::invalid_select, {"'a'", "twice"});
   expect_error(error_of([&] { (void)loaded.at("absent"); }), ErrorCode::invalid_select, {"absent"});
+}
+
+// The narrower dtypes of the format are widened as they load, exactly: every value of each is a
+// value of kiln's f32, i32 or i64.
+TEST(Safetensors, NarrowerDtypesAreWidenedExactly) {
+  auto bytes_of = [](const std::vector<unsigned>& values, std::size_t size) {
+    std::string out;
+    for (unsigned v : values)
+      for (std::size_t b = 0; b < size; ++b) out += static_cast<char>((v >> (8 * b)) & 0xFF);
+    return out;
+  };
+  struct Case {
+    const char* dtype;
+    std::size_t size;
+    std::vector<unsigned> stored;
+    DType kiln;
+    std::vector<double> want;  // NaN: a NaN of the stored sign
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<Case> cases = {
+      // 1, -2, 65504 (largest), 2^-14 (smallest normal), 2^-24 (smallest subnormal), -0, inf, NaN
+      {"F16", 2, {0x3C00, 0xC000, 0x7BFF, 0x0400, 0x0001, 0x8000, 0x7C00, 0xFE01}, DType::f32,
+       {1, -2, 65504, 0x1p-14, 0x1p-24, -0.0, inf, -nan}},
+      // 1, -2.5, 1 + 2^-7, the largest finite (3.3895e38), 2^-133 (subnormal), -inf, NaN
+      {"BF16", 2, {0x3F80, 0xC020, 0x3F81, 0x7F7F, 0x0001, 0xFF80, 0x7FC1}, DType::f32,
+       {1, -2.5, 1 + 0x1p-7, 0x1.FEp127, 0x1p-133, -inf, nan}},
+      // 1, 57344 (largest), 2^-16 (smallest subnormal), -inf, NaN
+      {"F8_E5M2", 1, {0x3C, 0x7B, 0x01, 0xFC, 0x7E}, DType::f32, {1, 57344, 0x1p-16, -inf, nan}},
+      // 1, -448 (largest), 2^-9 (smallest subnormal), 0.875 * 2^-6 (largest subnormal), NaN
+      {"F8_E4M3", 1, {0x38, 0xFE, 0x01, 0x07, 0x7F}, DType::f32,
+       {1, -448, 0x1p-9, 0.875 * 0x1p-6, nan}},
+      {"I8", 1, {0x80, 0x7F, 0xFF}, DType::i32, {-128, 127, -1}},
+      {"U8", 1, {0xFF, 0x00}, DType::i32, {255, 0}},
+      {"BOOL", 1, {0x01, 0x00}, DType::i32, {1, 0}},
+      {"I16", 2, {0x8000, 0x7FFF}, DType::i32, {-32768, 32767}},
+      {"U16", 2, {0xFFFF}, DType::i32, {65535}},
+      {"U32", 4, {0xFFFFFFFFu, 7}, DType::i64, {4294967295.0, 7}},
+  };
+  for (const Case& c : cases) {
+    const std::string data = bytes_of(c.stored, c.size);
+    const std::string header = std::string(R"({"t":{"dtype":")") + c.dtype +
+                               R"(","shape":[)" + std::to_string(c.stored.size()) +
+                               R"(],"data_offsets":[0,)" + std::to_string(data.size()) + "]}}";
+    const std::string file = file_of(header, data);
+    const kiln::Safetensors st = kiln::parse_safetensors(
+        {reinterpret_cast<const std::byte*>(file.data()), file.size()}, c.dtype);
+    const Tensor& t = st.at("t");
+    EXPECT_EQ(t.dtype(), c.kiln) << c.dtype;
+    const std::vector<double> got = t.to_vector<double>();
+    ASSERT_EQ(got.size(), c.want.size()) << c.dtype;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(c.want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << c.dtype << " " << i;
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(c.want[i])) << c.dtype << " " << i;
+      } else {
+        EXPECT_EQ(got[i], c.want[i]) << c.dtype << " " << i;
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(c.want[i])) << c.dtype << " " << i;
+      }
+    }
+  }
+}
+
+// Every half, bfloat16 and 8-bit float widens to the f32 with the same value (checked against
+// the double arithmetic of its fields).
+TEST(Safetensors, EveryNarrowFloatBitPatternWidensToItsValue) {
+  for (unsigned bits = 0; bits < 0x100; ++bits) {
+    const float e4m3 = kiln::detail::f8_e4m3_to_f32(static_cast<std::uint8_t>(bits));
+    const int exponent = (bits >> 3) & 0xF, fraction = bits & 0x7;
+    const double sign = (bits & 0x80) ? -1 : 1;
+    EXPECT_EQ(std::signbit(e4m3), sign < 0) << bits;
+    if (exponent == 15 && fraction == 7) {
+      EXPECT_TRUE(std::isnan(e4m3)) << bits;
+    } else {
+      EXPECT_EQ(static_cast<double>(e4m3),
+                sign * (exponent == 0 ? std::ldexp(fraction, -9)
+                                      : std::ldexp(fraction + 8, exponent - 10)))
+          << bits;
+    }
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(kiln::detail::f8_e5m2_to_f32(
+                  static_cast<std::uint8_t>(bits))),
+              std::bit_cast<std::uint32_t>(kiln::detail::f16_to_f32(
+                  static_cast<std::uint16_t>(bits << 8))))
+        << bits;
+  }
+  for (unsigned bits = 0; bits < 0x10000; ++bits) {
+    const auto h = static_cast<std::uint16_t>(bits);
+    const int exponent = (bits >> 10) & 0x1F, fraction = bits & 0x3FF;
+    const double sign = (bits & 0x8000) ? -1 : 1;
+    const float f16 = kiln::detail::f16_to_f32(h);
+    if (exponent == 31) {
+      EXPECT_EQ(std::isnan(f16), fraction != 0) << bits;
+      EXPECT_EQ(std::signbit(f16), sign < 0) << bits;
+    } else {
+      const double want = sign * (exponent == 0 ? std::ldexp(fraction, -24)
+                                                : std::ldexp(fraction + 1024, exponent - 25));
+      ASSERT_EQ(static_cast<double>(f16), want) << bits;
+      ASSERT_EQ(std::signbit(f16), sign < 0) << bits;
+    }
+    const float bf = kiln::detail::bf16_to_f32(h);
+    const int bexp = (bits >> 7) & 0xFF, bfrac = bits & 0x7F;
+    if (bexp == 255) {
+      EXPECT_EQ(std::isnan(bf), bfrac != 0) << bits;
+    } else {
+      const double want = sign * (bexp == 0 ? std::ldexp(bfrac, -133)
+                                            : std::ldexp(bfrac + 128, bexp - 134));
+      ASSERT_EQ(static_cast<double>(bf), want) << bits;
+    }
+  }
+}
+
+// A model saved in bfloat16 (as Hugging Face checkpoints often are) loads into kiln's f32 model.
+TEST(Safetensors, ABfloat16CheckpointLoadsIntoAnF32Model) {
+  // weight [[0.5, -1.25], [3, 0]], bias [1, -0.0078125]: bfloat16 values, stored big half first.
+  auto bf16 = [](std::initializer_list<float> values) {
+    std::string out;
+    for (float v : values) {
+      const auto bits = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(v) >> 16);
+      out += static_cast<char>(bits & 0xFF);
+      out += static_cast<char>(bits >> 8);
+    }
+    return out;
+  };
+  const std::string file =
+      file_of(R"({"bias":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]},)"
+              R"("weight":{"dtype":"BF16","shape":[2,2],"data_offsets":[4,12]}})",
+              bf16({1.f, -0.0078125f}) + bf16({0.5f, -1.25f, 3.f, 0.f}));
+  TempFile f("bf16.safetensors");
+  write_bytes(f.path, file);
+  nn::Linear layer(2, 2);
+  nn::load_safetensors(layer, f.path);
+  const Tensor y = layer(Tensor::from(Vf{2.f, 4.f}, {1, 2}));
+  EXPECT_EQ(y.dtype(), DType::f32);
+  EXPECT_EQ(y.to_vector<float>(), (Vf{0.5f * 2 - 1.25f * 4 + 1, 3.f * 2 - 0.0078125f}));
 }
 
 TEST(Safetensors, APyTorchModelLoadsAndGivesPyTorchsOutputs) {
@@ -186,9 +324,13 @@ TEST(Safetensors, DamagedFilesAreClearErrors) {
   expect_error(load_error(file_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                                   four_floats.substr(8))),
                ErrorCode::io_error, {"'a'", "hole"});
-  expect_error(load_error(file_of(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})",
-                                  four_floats.substr(12))),
-               ErrorCode::wrong_type, {f.path, "'a'", "BF16"});
+  // A U64 value past what kiln's i64 holds is refused, not wrapped.
+  std::string big(16, '\xff');
+  big[8] = '\x07';
+  for (int i = 9; i < 16; ++i) big[static_cast<std::size_t>(i)] = '\0';
+  expect_error(load_error(file_of(R"({"a":{"dtype":"U64","shape":[2],"data_offsets":[0,16]}})",
+                                  big)),
+               ErrorCode::wrong_type, {f.path, "'a'", "U64", "18446744073709551615", "element 0"});
   expect_error(load_error(file_of(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,4]}})",
                                   four_floats.substr(12))),
                ErrorCode::io_error, {"unknown dtype 'Q4'"});

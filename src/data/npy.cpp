@@ -3,11 +3,11 @@
 // reads and writes is summarised in include/kiln/data.hpp.
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "data/whole_files.hpp"
+#include "exec/semantics/narrow_floats.hpp"
 #include "kiln/data.hpp"
 #include "kiln/error.hpp"
 #include "kiln/ops.hpp"
@@ -184,19 +184,6 @@ Stored stored_of(const std::string& descr, const std::string& source) {
   return unsupported();
 }
 
-float half_to_float(std::uint16_t h) {
-  const int exponent = (h >> 10) & 0x1F;
-  const int mantissa = h & 0x3FF;
-  float v;
-  if (exponent == 0)
-    v = std::ldexp(static_cast<float>(mantissa), -24);
-  else if (exponent == 31)
-    v = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else
-    v = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
 // Value i of the stored values as kiln's type T.
 template <class T>
 T value_at(const std::byte* data, std::size_t i, const Stored& s) {
@@ -207,7 +194,7 @@ T value_at(const std::byte* data, std::size_t i, const Stored& s) {
   std::memcpy(&bits, raw, s.size);  // little-endian host (static_assert below)
   switch (s.kind) {
     case 'f':
-      if (s.size == 2) return static_cast<T>(half_to_float(static_cast<std::uint16_t>(bits)));
+      if (s.size == 2) return static_cast<T>(detail::f16_to_f32(static_cast<std::uint16_t>(bits)));
       if (s.size == 4)
         return static_cast<T>(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
       return static_cast<T>(std::bit_cast<double>(bits));

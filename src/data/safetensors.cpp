@@ -9,6 +9,7 @@
 
 #include "data/json.hpp"
 #include "data/whole_files.hpp"
+#include "exec/semantics/narrow_floats.hpp"
 #include "kiln/error.hpp"
 
 namespace kiln {
@@ -26,28 +27,91 @@ constexpr std::size_t kMaxRank = 64;
   throw Error(ErrorCode::io_error, "load_safetensors: " + source + ": " + what);
 }
 
+// How a stored dtype becomes one of kiln's: as it is, or widened, which loses nothing (each value
+// of the narrower type is exactly a value of the wider one; U64 checks each value fits in i64).
+enum class Widen : std::uint8_t { none, f16, bf16, f8_e5m2, f8_e4m3, i8, u8, i16, u16, u32, u64 };
+
 struct FormatType {
   const char* name;
-  bool kiln_has;
-  DType dtype;
   std::size_t size;
+  DType dtype;  // what kiln reads it as
+  Widen widen;
 };
 
-// Every dtype the format names, so that a file with one kiln lacks gets that said, not "damaged".
+// Every dtype of the format.
 constexpr FormatType kTypes[] = {
-    {"F32", true, DType::f32, 4},     {"F64", true, DType::f64, 8},
-    {"I32", true, DType::i32, 4},     {"I64", true, DType::i64, 8},
-    {"F16", false, DType::f32, 2},    {"BF16", false, DType::f32, 2},
-    {"I8", false, DType::f32, 1},     {"U8", false, DType::f32, 1},
-    {"I16", false, DType::f32, 2},    {"U16", false, DType::f32, 2},
-    {"U32", false, DType::f32, 4},    {"U64", false, DType::f32, 8},
-    {"BOOL", false, DType::f32, 1},   {"F8_E4M3", false, DType::f32, 1},
-    {"F8_E5M2", false, DType::f32, 1}};
+    {"F32", 4, DType::f32, Widen::none},        {"F64", 8, DType::f64, Widen::none},
+    {"I32", 4, DType::i32, Widen::none},        {"I64", 8, DType::i64, Widen::none},
+    {"F16", 2, DType::f32, Widen::f16},         {"BF16", 2, DType::f32, Widen::bf16},
+    {"F8_E5M2", 1, DType::f32, Widen::f8_e5m2}, {"F8_E4M3", 1, DType::f32, Widen::f8_e4m3},
+    {"I8", 1, DType::i32, Widen::i8},           {"U8", 1, DType::i32, Widen::u8},
+    {"BOOL", 1, DType::i32, Widen::u8},         {"I16", 2, DType::i32, Widen::i16},
+    {"U16", 2, DType::i32, Widen::u16},         {"U32", 4, DType::i64, Widen::u32},
+    {"U64", 8, DType::i64, Widen::u64}};
 
 const FormatType* type_named(const std::string& name) {
   for (const FormatType& t : kTypes)
     if (name == t.name) return &t;
   return nullptr;
+}
+
+// Element i of little-endian values of type Stored.
+template <class Stored> Stored stored_at(std::span<const std::byte> bytes, std::size_t i) {
+  Stored v;
+  std::memcpy(&v, bytes.data() + i * sizeof(Stored), sizeof(Stored));
+  return v;
+}
+
+// The tensor of `bytes`, stored as `t`, in kiln's dtype for it.
+Tensor widened(std::span<const std::byte> bytes, const FormatType& t, const Shape& shape,
+               const std::string& source, const std::string& name) {
+  const std::size_t n = bytes.size() / t.size;
+  auto widen_all = [&]<class Out>(auto&& element) {
+    std::vector<Out> out(n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = element(i);
+    return Tensor::from(out, shape);
+  };
+  switch (t.widen) {
+    case Widen::none: break;
+    case Widen::f16:
+      return widen_all.operator()<float>(
+          [&](std::size_t i) { return detail::f16_to_f32(stored_at<std::uint16_t>(bytes, i)); });
+    case Widen::bf16:
+      return widen_all.operator()<float>(
+          [&](std::size_t i) { return detail::bf16_to_f32(stored_at<std::uint16_t>(bytes, i)); });
+    case Widen::f8_e5m2:
+      return widen_all.operator()<float>(
+          [&](std::size_t i) { return detail::f8_e5m2_to_f32(stored_at<std::uint8_t>(bytes, i)); });
+    case Widen::f8_e4m3:
+      return widen_all.operator()<float>(
+          [&](std::size_t i) { return detail::f8_e4m3_to_f32(stored_at<std::uint8_t>(bytes, i)); });
+    case Widen::i8:
+      return widen_all.operator()<std::int32_t>(
+          [&](std::size_t i) { return std::int32_t{stored_at<std::int8_t>(bytes, i)}; });
+    case Widen::u8:
+      return widen_all.operator()<std::int32_t>(
+          [&](std::size_t i) { return std::int32_t{stored_at<std::uint8_t>(bytes, i)}; });
+    case Widen::i16:
+      return widen_all.operator()<std::int32_t>(
+          [&](std::size_t i) { return std::int32_t{stored_at<std::int16_t>(bytes, i)}; });
+    case Widen::u16:
+      return widen_all.operator()<std::int32_t>(
+          [&](std::size_t i) { return std::int32_t{stored_at<std::uint16_t>(bytes, i)}; });
+    case Widen::u32:
+      return widen_all.operator()<std::int64_t>(
+          [&](std::size_t i) { return std::int64_t{stored_at<std::uint32_t>(bytes, i)}; });
+    case Widen::u64:
+      return widen_all.operator()<std::int64_t>([&](std::size_t i) {
+        const std::uint64_t v = stored_at<std::uint64_t>(bytes, i);
+        if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+          throw Error(ErrorCode::wrong_type,
+                      "load_safetensors: " + source + ": tensor '" + name + "' (U64) holds " +
+                          std::to_string(v) + " at element " + std::to_string(i) +
+                          ", more than kiln's i64 holds");
+        return static_cast<std::int64_t>(v);
+      });
+  }
+  return Tensor::from_bytes(bytes.data(), t.dtype, shape);
 }
 
 const char* format_name(DType dtype) {
@@ -183,13 +247,10 @@ Safetensors parse_safetensors(std::span<const std::byte> bytes, const std::strin
     damaged(source, "the tensors cover " + std::to_string(covered) +
                         " bytes of data, the file has " + std::to_string(data.size()));
   for (const Entry& e : entries)
-    if (!e.type->kiln_has)
-      throw Error(ErrorCode::wrong_type,
-                  "load_safetensors: " + source + ": tensor '" + e.name + "' is " + e.type->name +
-                      ", which kiln does not have (it reads F32, F64, I32 and I64)");
-  for (const Entry& e : entries)
-    out.tensors.emplace_back(e.name,
-                             Tensor::from_bytes(data.data() + e.begin, e.type->dtype, e.shape));
+    out.tensors.emplace_back(
+        e.name, widened(data.subspan(static_cast<std::size_t>(e.begin),
+                                     static_cast<std::size_t>(e.end - e.begin)),
+                        *e.type, e.shape, source, e.name));
   return out;
 }
 

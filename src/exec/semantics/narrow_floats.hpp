@@ -1,0 +1,56 @@
+// The floating-point formats narrower than f32 that files store (IEEE half, bfloat16, and the
+// two 8-bit formats of the OCP FP8 specification), widened to f32. Every value of each format is
+// exactly an f32, so widening loses nothing: signs of zeros, subnormals, infinities and NaN
+// (quiet, with its sign) come through. One definition for every reader and backend.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+namespace kiln::detail {
+
+// sign, 5 exponent bits (bias 15), 10 fraction bits.
+constexpr float f16_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1Fu;
+  std::uint32_t fraction = h & 0x3FFu;
+  if (exponent == 0x1F)  // infinity, or NaN with its payload kept
+    return std::bit_cast<float>(sign | 0x7F800000u | (fraction << 13) |
+                                (fraction != 0 ? 0x00400000u : 0u));
+  if (exponent != 0)
+    return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (fraction << 13));
+  if (fraction == 0) return std::bit_cast<float>(sign);
+  // A subnormal half is a normal f32: shift its leading one into the implicit bit.
+  std::uint32_t e = 113;
+  while ((fraction & 0x400u) == 0) {
+    fraction <<= 1;
+    --e;
+  }
+  return std::bit_cast<float>(sign | (e << 23) | ((fraction & 0x3FFu) << 13));
+}
+
+// The upper half of an f32's bits.
+constexpr float bf16_to_f32(std::uint16_t b) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
+
+// E5M2: the upper byte of a half (sign, 5 exponent bits, 2 fraction bits; infinities and NaN).
+constexpr float f8_e5m2_to_f32(std::uint8_t v) {
+  return f16_to_f32(static_cast<std::uint16_t>(v << 8));
+}
+
+// E4M3 ("fn": finite): sign, 4 exponent bits (bias 7), 3 fraction bits; no infinities, and only
+// S.1111.111 is NaN, so the largest magnitude is 448.
+constexpr float f8_e4m3_to_f32(std::uint8_t v) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(v & 0x80u) << 24;
+  const std::uint32_t exponent = (v >> 3) & 0xFu;
+  const std::uint32_t fraction = v & 0x7u;
+  if (exponent == 0xF && fraction == 0x7) return std::bit_cast<float>(sign | 0x7FC00000u);
+  if (exponent != 0)
+    return std::bit_cast<float>(sign | ((exponent + 120) << 23) | (fraction << 20));
+  // Subnormal: fraction * 2^-9, exact in f32.
+  return std::bit_cast<float>(
+      sign | std::bit_cast<std::uint32_t>(static_cast<float>(fraction) * (1.0f / 512.0f)));
+}
+
+}  // namespace kiln::detail
