@@ -2,6 +2,9 @@
 // loads into the kiln model of the same architecture and gives PyTorch's outputs, and damaged or
 // mismatched files fail with the file and the tensor named, leaving the model as it was.
 #include <gtest/gtest.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <unistd.h>
 
 #include <bit>
@@ -11,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -232,6 +236,105 @@ TEST(Safetensors, ABfloat16CheckpointLoadsIntoAnF32Model) {
   const Tensor y = layer(Tensor::from(Vf{2.f, 4.f}, {1, 2}));
   EXPECT_EQ(y.dtype(), DType::f32);
   EXPECT_EQ(y.to_vector<float>(), (Vf{0.5f * 2 - 1.25f * 4 + 1, 3.f * 2 - 0.0078125f}));
+}
+
+// Narrowing to f16 and bf16 rounds to nearest, ties to even, in one step from f64 (never through
+// f32, which would round twice): checked against the CPU's own conversion where it has one
+// (F16C), and against the usual integer formula for bfloat16, over a sweep of f32 bit patterns
+// and every midpoint between neighbouring halves.
+#if defined(__x86_64__)
+__attribute__((target("f16c"))) std::uint16_t f16c_nearest(float x) {
+  return static_cast<std::uint16_t>(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+bool cpu_has_f16c() { return __builtin_cpu_supports("f16c"); }
+#else
+std::uint16_t f16c_nearest(float) { return 0; }
+bool cpu_has_f16c() { return false; }
+#endif
+std::uint16_t bf16_by_formula(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+TEST(Safetensors, NarrowingRoundsToNearestEven) {
+  using kiln::detail::bf16_nearest;
+  using kiln::detail::f16_nearest;
+  using kiln::detail::f16_to_f32;
+  std::vector<float> inputs;
+  for (std::uint64_t bits = 0; bits < (std::uint64_t{1} << 32); bits += 4099)  // a prime step
+    inputs.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
+  for (unsigned h = 0; h < 0x7BFF; ++h) {  // each midpoint between neighbouring halves, and its
+    const float lo = f16_to_f32(static_cast<std::uint16_t>(h));  // neighbouring f32s
+    const float mid = static_cast<float>(
+        (static_cast<double>(lo) + f16_to_f32(static_cast<std::uint16_t>(h + 1))) / 2);
+    for (float m : {mid, std::nextafter(mid, 0.f), std::nextafter(mid, 1e9f)})
+      inputs.insert(inputs.end(), {m, -m});
+  }
+  const bool has_f16c = cpu_has_f16c();
+  for (float x : inputs) {
+    if (std::isnan(x)) {
+      EXPECT_EQ(f16_nearest(x) & 0x7E00, 0x7E00);
+      EXPECT_TRUE(std::isnan(kiln::detail::bf16_to_f32(bf16_nearest(x))));
+      continue;
+    }
+    if (has_f16c) {
+      ASSERT_EQ(f16_nearest(x), f16c_nearest(x)) << std::hexfloat << x;
+    }
+    ASSERT_EQ(bf16_nearest(x), bf16_by_formula(x)) << std::hexfloat << x;
+  }
+  if (!has_f16c) std::cout << "[ note ] no F16C on this CPU: f16 checked by the cases below only\n";
+  // Ties to even, overflow, subnormals.
+  EXPECT_EQ(f16_nearest(1 + 0x1p-11), 0x3C00);      // halfway between 1 and 1 + 2^-10: even
+  EXPECT_EQ(f16_nearest(1 + 3 * 0x1p-11), 0x3C02);  // halfway up from 1 + 2^-10: even
+  EXPECT_EQ(f16_nearest(65519.99), 0x7BFF);
+  EXPECT_EQ(f16_nearest(65520), 0x7C00);  // IEEE: rounds to infinity
+  EXPECT_EQ(f16_nearest(0x1p-25), 0x0000);      // half the smallest subnormal: to even (zero)
+  EXPECT_EQ(f16_nearest(0x1.8p-25), 0x0001);
+  EXPECT_EQ(f16_nearest(-0.0), 0x8000);
+  // From f64 in one step: just above a midpoint rounds up, though as an f32 it is the midpoint.
+  const double above = 1 + 0x1p-11 + 0x1p-40;
+  EXPECT_EQ(static_cast<double>(static_cast<float>(above)), 1 + 0x1p-11);
+  EXPECT_EQ(f16_nearest(above), 0x3C01);
+  EXPECT_EQ(bf16_nearest(1 + 0x1p-8 + 0x1p-40), 0x3F81);
+}
+
+// Saved as f16 or bf16 and loaded back: the rounded values; integers as they are; a value past
+// f16's range is an error naming it, and the file is not written.
+TEST(Safetensors, TensorsSavedInHalfPrecisionLoadRounded) {
+  const Tensor w = Tensor::from(std::vector<double>{1.0, 1 + 0x1p-11 + 0x1p-40, -3.14159, 1e-9});
+  const Tensor ids = Tensor::from(std::vector<std::int32_t>{7, -7});
+  TempFile f("half.safetensors");
+  for (auto floats : {kiln::StoredFloats::f16, kiln::StoredFloats::bf16}) {
+    kiln::save_safetensors(f.path, {{"w", w}, {"ids", ids}}, {}, floats);
+    const kiln::Safetensors st = kiln::load_safetensors(f.path);
+    const std::vector<double> in = w.to_vector<double>();
+    std::vector<double> want;
+    for (double x : in)
+      want.push_back(floats == kiln::StoredFloats::f16
+                         ? kiln::detail::f16_to_f32(kiln::detail::f16_nearest(x))
+                         : kiln::detail::bf16_to_f32(kiln::detail::bf16_nearest(x)));
+    EXPECT_EQ(st.at("w").dtype(), DType::f32);
+    EXPECT_EQ(st.at("w").to_vector<double>(), want);
+    EXPECT_EQ(st.at("ids").to_vector<std::int32_t>(), (std::vector<std::int32_t>{7, -7}));
+    EXPECT_EQ(std::filesystem::file_size(f.path) % 2, 0u);
+  }
+  EXPECT_EQ(kiln::load_safetensors(f.path).at("w").to_vector<float>()[0], 1.f);
+  const auto before = std::filesystem::file_size(f.path);
+  expect_error(error_of([&] {
+                 kiln::save_safetensors(f.path, {{"big", Tensor::from(Vf{1.f, 70000.f})}}, {},
+                                        kiln::StoredFloats::f16);
+               }),
+               ErrorCode::wrong_type, {"'big'", "70000", "element 1", "F16"});
+  EXPECT_EQ(std::filesystem::file_size(f.path), before) << "the old file stays";
+  // A model round trip in bfloat16.
+  nn::Linear layer(3, 2);
+  nn::save_safetensors(layer, f.path, kiln::StoredFloats::bf16);
+  nn::Linear copy(3, 2);
+  nn::load_safetensors(copy, f.path);
+  const std::vector<float> original = layer.weight().value().to_vector<float>();
+  const std::vector<float> loaded = copy.weight().value().to_vector<float>();
+  for (std::size_t i = 0; i < original.size(); ++i)
+    EXPECT_EQ(loaded[i], kiln::detail::bf16_to_f32(kiln::detail::bf16_nearest(original[i])));
 }
 
 TEST(Safetensors, APyTorchModelLoadsAndGivesPyTorchsOutputs) {

@@ -32,6 +32,7 @@
 #include "kiln/composite_ops.hpp"
 #include "kiln/losses.hpp"
 #include "kiln/ops.hpp"
+#include "kiln/safetensors.hpp"
 #include "kiln/tensor.hpp"
 
 namespace kiln::nn {
@@ -1008,8 +1009,10 @@ void load(const std::vector<std::pair<std::string, Parameter>>& parameters,
 /// named_parameters() and named_buffers() give: PyTorch's state_dict names, with PyTorch's
 /// layouts (Linear's weight is [out, in], convolutions' [out, in, kh, kw]), so a file written by
 /// `safetensors.torch.save_file(model.state_dict(), path)` loads into the kiln model of the same
-/// architecture, and the other way round.
-void save_safetensors(const Module& module, const std::string& path);
+/// architecture, and the other way round. `floats` stores them in half precision (f16 or bf16,
+/// rounded to nearest; see kiln/safetensors.hpp); loading widens them back to f32.
+void save_safetensors(const Module& module, const std::string& path,
+                      StoredFloats floats = StoredFloats::as_they_are);
 
 struct SafetensorsLoadOptions {
   /// Every tensor of the file must be used (PyTorch's strict=True). Off, the file's other

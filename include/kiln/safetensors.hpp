@@ -3,7 +3,8 @@
 /// an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and
 /// byte range, then the tensors' bytes, row-major and little-endian.
 ///
-/// kiln writes the dtypes it has (F32, F64, I32, I64) and reads every dtype of the format: its
+/// kiln writes the dtypes it has (F32, F64, I32, I64; floats also as F16 or BF16, see
+/// StoredFloats) and reads every dtype of the format: its
 /// own as they are, the narrower ones widened without loss (F16, BF16, F8_E4M3, F8_E5M2 to f32;
 /// I8, U8, I16, U16, BOOL to i32; U32, U64 to i64). A file is checked whole before anything is
 /// returned: a damaged header, an unknown dtype, byte ranges that overlap, leave holes or run past
@@ -36,14 +37,25 @@ Safetensors load_safetensors(const std::string& path);
 Safetensors parse_safetensors(std::span<const std::byte> bytes,
                               const std::string& source = "safetensors data");
 
+/// How save_safetensors stores floating-point tensors (integer tensors are stored as they are).
+enum class StoredFloats : unsigned char {
+  as_they_are,  ///< F32 and F64
+  f16,          ///< IEEE half (F16), each value rounded to nearest, ties to even
+  bf16,         ///< bfloat16 (BF16, as Hugging Face checkpoints often are), rounded the same way
+};
+
 /// Writes the tensors (evaluating them) and the metadata; replaces `path` atomically, so a failed
 /// write (a full disk) throws kiln::Error(io_error) and leaves an old file whole. Names must be
-/// distinct and not "__metadata__".
+/// distinct and not "__metadata__". Stored as f16 or bf16, a finite value beyond the format's
+/// range (65504 for f16) throws kiln::Error(wrong_type) naming the tensor, the value and its
+/// element, and nothing is written.
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const std::vector<std::pair<std::string, std::string>>& metadata = {});
+                      const std::vector<std::pair<std::string, std::string>>& metadata = {},
+                      StoredFloats floats = StoredFloats::as_they_are);
 std::vector<std::byte> serialize_safetensors(
     const std::vector<std::pair<std::string, Tensor>>& tensors,
-    const std::vector<std::pair<std::string, std::string>>& metadata = {});
+    const std::vector<std::pair<std::string, std::string>>& metadata = {},
+    StoredFloats floats = StoredFloats::as_they_are);
 
 }  // namespace kiln

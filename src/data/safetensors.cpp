@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <unordered_set>
@@ -259,9 +260,39 @@ Safetensors load_safetensors(const std::string& path) {
   return parse_safetensors(std::as_bytes(std::span(bytes)), path);
 }
 
+namespace {
+
+// The name and size a tensor is stored with.
+const char* stored_name(DType dtype, StoredFloats floats) {
+  if (is_float(dtype) && floats == StoredFloats::f16) return "F16";
+  if (is_float(dtype) && floats == StoredFloats::bf16) return "BF16";
+  return format_name(dtype);
+}
+std::uint64_t stored_size(DType dtype, StoredFloats floats) {
+  return is_float(dtype) && floats != StoredFloats::as_they_are ? 2 : size_of(dtype);
+}
+
+// The tensor's values as 16-bit floats at `at`; nothing past the format's range.
+void write_narrowed(const std::string& name, const Tensor& t, StoredFloats floats, std::byte* at) {
+  const std::vector<double> values = t.to_vector<double>();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double x = values[i];
+    const std::uint16_t bits =
+        floats == StoredFloats::f16 ? detail::f16_nearest(x) : detail::bf16_nearest(x);
+    if (std::isfinite(x) && (bits & 0x7FFF) == (floats == StoredFloats::f16 ? 0x7C00 : 0x7F80))
+      throw Error(ErrorCode::wrong_type,
+                  "save_safetensors: tensor '" + name + "' holds " + std::to_string(x) +
+                      " at element " + std::to_string(i) + ", beyond the range of " +
+                      stored_name(t.dtype(), floats));
+    std::memcpy(at + 2 * i, &bits, 2);
+  }
+}
+
+}  // namespace
+
 std::vector<std::byte> serialize_safetensors(
     const std::vector<std::pair<std::string, Tensor>>& tensors,
-    const std::vector<std::pair<std::string, std::string>>& metadata) {
+    const std::vector<std::pair<std::string, std::string>>& metadata, StoredFloats floats) {
   std::unordered_set<std::string> names;
   for (const auto& [name, t] : tensors) {
     if (name == "__metadata__" || !names.insert(name).second)
@@ -287,11 +318,11 @@ std::vector<std::byte> serialize_safetensors(
   std::uint64_t offset = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i].second;
-    const std::uint64_t size = static_cast<std::uint64_t>(t.numel()) * size_of(t.dtype());
+    const std::uint64_t size = static_cast<std::uint64_t>(t.numel()) * stored_size(t.dtype(), floats);
     if (i || !metadata.empty()) header += ',';
     header += detail::json_quote(tensors[i].first);
     header += ":{\"dtype\":\"";
-    header += format_name(t.dtype());
+    header += stored_name(t.dtype(), floats);
     header += "\",\"shape\":[";
     for (std::size_t d = 0; d < t.shape().size(); ++d) {
       if (d) header += ',';
@@ -310,16 +341,20 @@ std::vector<std::byte> serialize_safetensors(
   std::memcpy(out.data() + 8, header.data(), header.size());
   std::byte* at = out.data() + 8 + header.size();
   for (const auto& [name, t] : tensors) {
-    t.copy_to(at, t.dtype());
-    at += t.numel() * static_cast<std::int64_t>(size_of(t.dtype()));
+    if (is_float(t.dtype()) && floats != StoredFloats::as_they_are)
+      write_narrowed(name, t, floats, at);
+    else
+      t.copy_to(at, t.dtype());
+    at += t.numel() * static_cast<std::int64_t>(stored_size(t.dtype(), floats));
   }
   return out;
 }
 
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const std::vector<std::pair<std::string, std::string>>& metadata) {
-  const std::vector<std::byte> bytes = serialize_safetensors(tensors, metadata);
+                      const std::vector<std::pair<std::string, std::string>>& metadata,
+                      StoredFloats floats) {
+  const std::vector<std::byte> bytes = serialize_safetensors(tensors, metadata, floats);
   detail::write_file_atomically(path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()},
                                 "save_safetensors");
 }

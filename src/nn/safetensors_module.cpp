@@ -71,10 +71,10 @@ bool starts_with(const std::string& s, std::string_view prefix) {
 
 }  // namespace
 
-void save_safetensors(const Module& module, const std::string& path) {
+void save_safetensors(const Module& module, const std::string& path, StoredFloats floats) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, p] : state_of(module)) tensors.emplace_back(name, p.value());
-  kiln::save_safetensors(path, tensors, {{"format", "pt"}});
+  kiln::save_safetensors(path, tensors, {{"format", "pt"}}, floats);
 }
 
 void load_safetensors(Module& module, const std::string& path,

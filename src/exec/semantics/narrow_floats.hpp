@@ -1,10 +1,13 @@
 // The floating-point formats narrower than f32 that files store (IEEE half, bfloat16, and the
-// two 8-bit formats of the OCP FP8 specification), widened to f32. Every value of each format is
-// exactly an f32, so widening loses nothing: signs of zeros, subnormals, infinities and NaN
-// (quiet, with its sign) come through. One definition for every reader and backend.
+// two 8-bit formats of the OCP FP8 specification): widened to f32, and f16 and bf16 narrowed from
+// f32 or f64. Every value of each format is exactly an f32, so widening loses nothing: signs of
+// zeros, subnormals, infinities and NaN (quiet, with its sign) come through. Narrowing rounds to
+// nearest, ties to even, in one step from the value given (an f64 is not rounded to f32 first,
+// which could round twice). One definition for every reader, writer and backend.
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 namespace kiln::detail {
@@ -51,6 +54,45 @@ constexpr float f8_e4m3_to_f32(std::uint8_t v) {
   // Subnormal: fraction * 2^-9, exact in f32.
   return std::bit_cast<float>(
       sign | std::bit_cast<std::uint32_t>(static_cast<float>(fraction) * (1.0f / 512.0f)));
+}
+
+// x rounded to a binary format with `fraction_bits` fraction bits whose smallest normal is
+// 2^min_exponent (below it, the spacing of the subnormals), ties to even, whatever the
+// floating-point environment's rounding mode; the exponent range above is not limited here.
+inline double round_to_format(double x, int fraction_bits, int min_exponent) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const int exponent = std::ilogb(x);
+  const int quantum = (exponent < min_exponent ? min_exponent : exponent) - fraction_bits;
+  const double scaled = std::ldexp(std::fabs(x), -quantum);  // exact: a power-of-two scaling
+  double whole = std::floor(scaled);
+  const double rest = scaled - whole;  // exact: scaled < 2^(fraction_bits + 1)
+  if (rest > 0.5 || (rest == 0.5 && std::fmod(whole, 2.0) != 0)) whole += 1;
+  return std::copysign(std::ldexp(whole, quantum), x);
+}
+
+// The half nearest to x (ties to even); beyond the largest half (65504) it is infinity, as IEEE
+// rounds, and a NaN is the quiet NaN of its sign.
+inline std::uint16_t f16_nearest(double x) {
+  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  if (std::isnan(x)) return sign | 0x7E00;
+  const double y = std::fabs(round_to_format(x, 10, -14));
+  if (y > 65504.0) return sign | 0x7C00;
+  if (y == 0) return sign;
+  const int exponent = std::ilogb(y);
+  if (exponent < -14) return sign | static_cast<std::uint16_t>(std::ldexp(y, 24));
+  const auto fraction = static_cast<std::uint16_t>(std::ldexp(y, 10 - exponent) - 1024);
+  return sign | static_cast<std::uint16_t>((exponent + 15) << 10) | fraction;
+}
+
+// The bfloat16 nearest to x (ties to even); beyond the largest (0x1.FEp127) it is infinity, and a
+// NaN is the quiet NaN of its sign.
+inline std::uint16_t bf16_nearest(double x) {
+  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  if (std::isnan(x)) return sign | 0x7FC0;
+  const double y = round_to_format(x, 7, -126);
+  if (std::fabs(y) > 0x1.FEp127) return sign | 0x7F80;
+  // y is an f32 whose lower 16 bits are zero.
+  return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(static_cast<float>(y)) >> 16);
 }
 
 }  // namespace kiln::detail
