@@ -329,6 +329,31 @@ TEST(OpenCl, APlacedTensorIsUploadedOnceAndReadBackOnRequest) {
   EXPECT_EQ(kiln_test::code_of([&] { x.place_on(*gpu); }), kiln::ErrorCode::ocl_error);
 }
 
+// Module::place_on: every weight uploaded once, before the first forward pass.
+TEST(OpenCl, APlacedModelsWeightsAreOnTheDeviceBeforeItRuns) {
+  REQUIRE_OPENCL(gpu);
+  kiln::nn::Sequential model(kiln::nn::Linear(4, 3), kiln::nn::ReLU(), kiln::nn::BatchNorm1d(3));
+  model.eval();
+  if (kiln::current_executor() != gpu) {  // initialised on the host
+    for (const auto& [name, p] : model.named_parameters()) {
+      EXPECT_FALSE(p.value().is_on(*gpu)) << name;
+    }
+  }
+  model.place_on(*gpu);
+  for (const auto& [name, p] : model.named_parameters()) {
+    EXPECT_TRUE(p.value().is_on(*gpu)) << name;
+    EXPECT_EQ(buffer_of(p.value()).device_copies(), 1u) << name;
+  }
+  for (const auto& [name, b] : model.named_buffers()) EXPECT_TRUE(b.value().is_on(*gpu)) << name;
+  const Tensor x = kiln::linspace(-1, 1, 8).reshape({2, 4});
+  const std::vector<float> got = model(x).eval(*gpu).to_vector<float>();
+  for (const auto& [name, p] : model.named_parameters())
+    EXPECT_EQ(buffer_of(p.value()).device_copies(), 1u) << name << ": read from where it was placed";
+  const std::vector<float> want = model(x).eval(*kiln::reference_executor()).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f) << i;
+}
+
 TEST(OpenCl, HostCallablesAndKernelsWithoutADeviceFormRunOnTheHost) {
   REQUIRE_OPENCL(gpu);
   const Tensor x = kiln::linspace(-1, 1, 12).reshape({1, 1, 3, 4});

@@ -156,6 +156,9 @@ class Module {
   void zero_grad() const;
   /// Freezes (requires_grad false) or unfreezes every parameter of this module and its children.
   void set_requires_grad(bool requires_grad) const;
+  /// Places every parameter and buffer on `executor` (Tensor::place_on: uploaded to its device
+  /// now), as libtorch's `module->to(device)`; evaluating the model there then moves no weights.
+  void place_on(Executor& executor) const;
   /// A multi-line summary: one line per module with its parameter count, and the total.
   std::string summary() const;
   /// Draws this module's own parameters again (as its constructor does) from the global generator;

@@ -107,6 +107,11 @@ void Module::set_requires_grad(bool requires_grad) const {
   for (const auto& p : parameters()) p.set_requires_grad(requires_grad);
 }
 
+void Module::place_on(Executor& executor) const {
+  for (const auto& [name, p] : named_parameters()) p.value().place_on(executor);
+  for (const auto& [name, b] : named_buffers()) b.value().place_on(executor);
+}
+
 void Module::summary_lines(const std::string& prefix, std::string& out) const {
   std::int64_t own = 0;
   for (const auto& [n, p] : parameters_) own += p.numel();
