@@ -109,8 +109,7 @@ const Tensor& Tensor::eval(Executor& executor) const {
 bool Tensor::is_evaluated() const { return detail::has_values(n()); }
 const Tensor& Tensor::place_on(Executor& executor) const {
   detail::Node* targets[] = {detail::node_of(*this, "place_on").get()};
-  if (!detail::has_values(*targets[0])) detail::evaluate(targets, executor);
-  executor.place(targets);
+  detail::place(targets, executor);
   return *this;
 }
 bool Tensor::is_on(const Executor& executor) const {

@@ -15,6 +15,9 @@ void evaluate(Node& node);
 void evaluate(std::span<Node* const> nodes);
 // The same with a given executor.
 void evaluate(std::span<Node* const> nodes, Executor& executor);
+// Evaluates the nodes on `executor` where they hold no values, then makes their values present
+// in its memory (Executor::place), holding the graph's lock as an evaluation does.
+void place(std::span<Node* const> nodes, Executor& executor);
 // Computes `node` with the next evaluation of any graph (so that it shares that evaluation's
 // kernels: a module's running statistics come from the training step's pass), unless something
 // reads it first. Symbolic nodes are never computed.

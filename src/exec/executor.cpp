@@ -1,5 +1,6 @@
 #include "kiln/executor.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
@@ -201,6 +202,13 @@ void evaluate_later(std::shared_ptr<Node> node) {
 void evaluate(std::span<Node* const> nodes) { evaluate_with(nodes, executor_for_evaluation()); }
 
 void evaluate(std::span<Node* const> nodes, Executor& executor) { evaluate_with(nodes, executor); }
+
+void place(std::span<Node* const> nodes, Executor& executor) {
+  if (!std::all_of(nodes.begin(), nodes.end(), [](Node* n) { return n->result != nullptr; }))
+    evaluate_with(nodes, executor);
+  GraphWriteLock lock;
+  executor.place(nodes);
+}
 
 void evaluate(Node& node) {
   Node* targets[] = {&node};
