@@ -55,6 +55,8 @@ IR_WRITERS = {
     os.path.join("api", "function.cpp"): "makes the private copy of a compiled function's graph",
     os.path.join("exec", "executor.cpp"): "an evaluated node becomes a leaf (Flint's "
                                           "fOptimizeMemory), under the graph's write lock",
+    os.path.join("exec", "reference_narrow_floats.cpp"): "makes the private f32 stand-ins that "
+                                                         "compute a 16-bit float node's reference",
 }
 
 

@@ -100,6 +100,8 @@ Scalar typed(double v, DType t) {
     case DType::i64: return Scalar(static_cast<std::int64_t>(v));
     case DType::f32: return Scalar(static_cast<float>(v));
     case DType::f64: return Scalar(v);
+    case DType::f16:
+    case DType::bf16: return Scalar(v).cast(t);
   }
   return Scalar(v);
 }
@@ -335,6 +337,12 @@ class GraphGen {
         std::vector<std::int64_t> v(n);
         for (auto& x : v) x = uniform(-6, 6);
         return {Tensor::from(v, shape), true};
+      }
+      case DType::f16:
+      case DType::bf16: {
+        std::vector<float> v(n);
+        for (auto& x : v) x = static_cast<float>(real());
+        return {watched_if_asked(kiln::convert(Tensor::from(v, shape), dtype).eval()), true};
       }
     }
     throw std::logic_error("dtype");

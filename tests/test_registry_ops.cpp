@@ -44,7 +44,8 @@ using kiln::detail::OpKind;
 using kiln_test::elementwise_rows;
 using kiln_test::Row;
 
-constexpr DType kAllTypes[] = {DType::i32, DType::i64, DType::f32, DType::f64};
+constexpr DType kAllTypes[] = {DType::i32, DType::i64, DType::f32,
+                               DType::f64, DType::f16, DType::bf16};
 
 // ---- inputs ---------------------------------------------------------------------------------
 
@@ -87,9 +88,12 @@ Tensor values_of(DType t, Shape shape, std::int64_t offset = 0) {
     case DType::i32: return make(std::int32_t{});
     case DType::i64: return make(std::int64_t{});
     case DType::f32: return make(float{});
-    case DType::f64: break;
+    case DType::f64: return make(double{});
+    case DType::f16:
+    case DType::bf16: break;
   }
-  return make(double{});
+  // The f32 edge values rounded: the largest and smallest f32 become infinity and zero in f16.
+  return kiln::convert(make(float{}), t).eval();
 }
 
 // ---- comparing results ----------------------------------------------------------------------
@@ -118,7 +122,12 @@ std::string difference(const Result& want, const Result& got) {
         return "element " + std::to_string(i) + ": " + std::to_string(got.ints[i]) +
                ", reference " + std::to_string(want.ints[i]);
   }
-  const double rtol = want.dtype == DType::f32 ? 1e-5 : 1e-12;
+  // f32: a few ulp (SLEEF's functions against the C library's); the 16-bit floats: one ulp of
+  // the type (a few f32 ulp before the rounding may end on the other side of a tie).
+  const double rtol = want.dtype == DType::f32    ? 1e-5
+                      : want.dtype == DType::f16  ? 0x1p-10
+                      : want.dtype == DType::bf16 ? 0x1p-7
+                                                  : 1e-12;
   for (std::size_t i = 0; i < want.floats.size(); ++i) {
     const double w = want.floats[i], g = got.floats[i];
     if (std::isnan(w) && std::isnan(g)) continue;

@@ -23,7 +23,7 @@
 #include "test_support.hpp"
 #include "kiln/nn.hpp"
 #include "kiln/safetensors.hpp"
-#include "exec/semantics/narrow_floats.hpp"
+#include "graph/narrow_floats.hpp"
 
 namespace {
 

@@ -10,18 +10,66 @@
 
 namespace kiln {
 
-/// Ordered by promotion rank: a binary op returns the larger of its operand types.
-enum class DType : std::uint8_t { i32 = 0, i64 = 1, f32 = 2, f64 = 3 };
+/// The element types. The numbers are those of the Flint C API's FType for the four it has (and
+/// of kiln's files); f16 (IEEE binary16) and bf16 (bfloat16) are storage types whose arithmetic is
+/// done in f32, each result rounded back to nearest, ties to even.
+enum class DType : std::uint8_t { i32 = 0, i64 = 1, f32 = 2, f64 = 3, f16 = 4, bf16 = 5 };
 
 using Shape = std::vector<std::int64_t>;
 
-constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
-constexpr bool is_integer(DType t) { return !is_float(t); }
-constexpr DType promote(DType a, DType b) { return a < b ? b : a; }
-constexpr std::size_t size_of(DType t) {
-  return (t == DType::i32 || t == DType::f32) ? 4 : 8;
+constexpr bool is_narrow_float(DType t) { return t == DType::f16 || t == DType::bf16; }
+constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || is_narrow_float(t); }
+constexpr bool is_integer(DType t) { return t == DType::i32 || t == DType::i64; }
+/// The type a kernel computes a value of type t in: f32 for the 16-bit floats, t otherwise.
+constexpr DType arithmetic_type(DType t) { return is_narrow_float(t) ? DType::f32 : t; }
+/// The type of a binary op's result: integers < 16-bit floats < f32 < f64, and f16 with bf16 is
+/// f32 (neither holds the other's values), as in PyTorch.
+constexpr DType promote(DType a, DType b) {
+  constexpr auto rank = [](DType t) {
+    switch (t) {
+      case DType::i32: return 0;
+      case DType::i64: return 1;
+      case DType::f16:
+      case DType::bf16: return 2;
+      case DType::f32: return 3;
+      case DType::f64: return 4;
+    }
+    return 0;
+  };
+  if (a == b) return a;
+  if (is_narrow_float(a) && is_narrow_float(b)) return DType::f32;
+  return rank(a) < rank(b) ? b : a;
 }
-const char* dtype_name(DType t);  ///< "i32", "i64", "f32", "f64"
+constexpr std::size_t size_of(DType t) {
+  switch (t) {
+    case DType::f16:
+    case DType::bf16: return 2;
+    case DType::i32:
+    case DType::f32: return 4;
+    case DType::i64:
+    case DType::f64: return 8;
+  }
+  return 8;
+}
+const char* dtype_name(DType t);  ///< "i32", "i64", "f32", "f64", "f16", "bf16"
+
+/// One IEEE binary16 value as kiln stores it (DType::f16), for reading and writing raw data
+/// (`to_vector<kiln::Half>()`, `from_blob`). Made from a float by rounding to nearest, ties to
+/// even; beyond 65504 it is infinity.
+struct Half {
+  std::uint16_t bits = 0;
+  Half() = default;
+  explicit Half(float value);
+  explicit operator float() const;
+};
+/// One bfloat16 value as kiln stores it (DType::bf16): the upper half of an f32, made from a float
+/// by rounding to nearest, ties to even.
+struct BFloat16 {
+  std::uint16_t bits = 0;
+  BFloat16() = default;
+  explicit BFloat16(float value);
+  explicit operator float() const;
+};
 
 /// The float type the C++ API gives where no type is named: creation functions without a dtype
 /// (`zeros`, `full` with a floating value, `uniform`, `tensor` of double literals, ...), a floating
@@ -35,6 +83,8 @@ template <> struct dtype_of<std::int32_t> { static constexpr DType value = DType
 template <> struct dtype_of<std::int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
+template <> struct dtype_of<Half> { static constexpr DType value = DType::f16; };
+template <> struct dtype_of<BFloat16> { static constexpr DType value = DType::bf16; };
 /// `long long` is a distinct type from int64_t (= long) on LP64 Linux.
 template <> struct dtype_of<long long> { static constexpr DType value = DType::i64; };
 template <class T> constexpr DType dtype_of_v = dtype_of<T>::value;

@@ -23,7 +23,7 @@ Tensor scalar(Scalar given, DType dtype) {
   const Scalar value = given.cast(dtype);
   Tensor t = detail::make_node(Op::store, value.dtype(), {}, {});
   auto buffer = std::make_shared<detail::Buffer>(value.dtype(), 1);
-  detail::dispatch(value.dtype(), [&]<class T>() { *buffer->as<T>() = value.as<T>(); });
+  buffer->set(0, value);
   detail::set_host_values(*t.node(), std::move(buffer));
   return t;
 }

@@ -130,6 +130,14 @@ void Tensor::copy_to(void* dst, DType as) const {
   const detail::Buffer& b = detail::host_values(n());
   // Through memcpy, so that dst needs no alignment (a file format's buffer packs values of
   // several types); compilers make each copy one plain store.
+  if (is_narrow_float(as)) {
+    auto* out = static_cast<std::byte*>(dst);
+    for (std::int64_t i = 0; i < b.numel(); ++i) {
+      const std::uint16_t v = detail::narrow_bits(as, b.get<double>(i));
+      std::memcpy(out + i * 2, &v, 2);
+    }
+    return;
+  }
   detail::dispatch(as, [&]<class T>() {
     auto* out = static_cast<std::byte*>(dst);
     for (std::int64_t i = 0; i < b.numel(); ++i) {

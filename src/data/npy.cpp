@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "data/whole_files.hpp"
-#include "exec/semantics/narrow_floats.hpp"
+#include "graph/narrow_floats.hpp"
 #include "kiln/data.hpp"
 #include "kiln/error.hpp"
 #include "kiln/ops.hpp"

@@ -71,8 +71,11 @@ OnnxType onnx_type(DType dtype) {
     case DType::f64: return OnnxType::f64;
     case DType::i32: return OnnxType::i32;
     case DType::i64: return OnnxType::i64;
+    case DType::f16:
+    case DType::bf16: break;
   }
-  throw Error(ErrorCode::wrong_type, "save_onnx: a dtype ONNX export does not know");
+  throw Error(ErrorCode::wrong_type,
+              std::string("save_onnx: ") + dtype_name(dtype) + " tensors are not exported");
 }
 
 OnnxAttribute OnnxAttribute::integer(std::string name, std::int64_t value) {

@@ -10,7 +10,7 @@
 
 #include "data/json.hpp"
 #include "data/whole_files.hpp"
-#include "exec/semantics/narrow_floats.hpp"
+#include "graph/narrow_floats.hpp"
 #include "kiln/error.hpp"
 
 namespace kiln {

@@ -94,7 +94,8 @@ class Scheduler {
 
   // Whether this backend computes the node inside a fused elementwise kernel.
   bool fusable(const Node& n) const {
-    return is_elementwise(n) && (policy_.host_callables || n.op != Op::custom_map);
+    return is_elementwise(n) && (policy_.host_callables || n.op != Op::custom_map) &&
+           (policy_.narrow_floats || !touches_narrow_floats(n));
   }
 
   // Why `in` cannot be computed inside its consumer's kernel, or null when it can.
@@ -102,7 +103,9 @@ class Scheduler {
     const Node& p = *in.node;
     if (p.result) return "computed already";
     if (!is_elementwise(p)) return "not elementwise";
-    if (!fusable(p)) return "a host callable (custom_map) runs on the host";
+    if (!fusable(p))
+      return p.op == Op::custom_map ? "a host callable (custom_map) runs on the host"
+                                    : "16-bit floats are computed on the host";
     if (targets_.count(in.node)) return "a requested result";
     if (uses_.at(in.node) > 1) return "used more than once";
     if (in.view && !in.view->is_identity() && !policy_.reordering_views)
@@ -194,6 +197,13 @@ void merge_multi_output(std::vector<Kernel>& kernels, std::size_t max_ops) {
 }
 
 }  // namespace
+
+bool touches_narrow_floats(const Node& n) {
+  if (is_narrow_float(n.dtype)) return true;
+  for (const NodePtr& in : n.inputs)
+    if (is_narrow_float(in->dtype)) return true;
+  return false;
+}
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy) {
   std::vector<Kernel> kernels = Scheduler(targets, policy).run();

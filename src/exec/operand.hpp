@@ -36,15 +36,20 @@ struct Operand {
   }
 };
 
-// Calls f.template operator()<T>() with T the C++ type of `t`.
+// Calls f.template operator()<T>() with T the C++ type of `t`. The 16-bit floats have no C++
+// arithmetic type: a kernel computes them in f32 (compute_type) and converts where it loads and
+// stores, or runs widened (run_reference_kernel); reaching here with one is kiln's bug.
 template <class F> decltype(auto) dispatch(DType t, F&& f) {
   switch (t) {
     case DType::i32: return f.template operator()<std::int32_t>();
     case DType::i64: return f.template operator()<std::int64_t>();
     case DType::f32: return f.template operator()<float>();
-    case DType::f64: break;
+    case DType::f64: return f.template operator()<double>();
+    case DType::f16:
+    case DType::bf16: break;
   }
-  return f.template operator()<double>();
+  throw Error(ErrorCode::internal_error,
+              std::string("a typed loop of ") + dtype_name(t) + " (16-bit floats are computed in f32)");
 }
 
 }  // namespace kiln::detail

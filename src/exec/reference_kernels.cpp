@@ -249,7 +249,7 @@ float uniform_value_f32(std::uint64_t seed, std::uint64_t index) {
   return static_cast<float>(bits >> 40) * 0x1.0p-24f;
 }
 
-void run_reference_kernel(const Node& n, Buffer& out) {
+void run_typed_reference_kernel(const Node& n, Buffer& out) {
   switch (n.info().kind) {
     case OpKind::source:
       if (n.op == Op::random_uniform) return random_kernel(n, out);

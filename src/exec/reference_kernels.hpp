@@ -7,8 +7,13 @@
 namespace kiln::detail {
 
 // Computes `node` into `out` (node.dtype, node.numel()). The inputs (or the bases of views) must
-// hold results.
+// hold results. A node of a 16-bit float type, or one reading such inputs, is computed widened
+// (reference_narrow_floats.cpp): its 16-bit inputs read as f32, the op computed in f32, and its
+// result rounded to its type.
 void run_reference_kernel(const Node& node, Buffer& out);
+
+// The kernels of the types with C++ arithmetic (i32, i64, f32, f64).
+void run_typed_reference_kernel(const Node& node, Buffer& out);
 
 // The kernels of the indexing and custom ops (reference_indexing_kernels.cpp).
 void run_reference_indexing_kernel(const Node& node, Buffer& out);

@@ -32,7 +32,8 @@ namespace {
 class Runtime final : public Executor {
  public:
   explicit Runtime(std::unique_ptr<Backend> backend)
-      : backend_(std::move(backend)), cache_(backend_->fusion()) {}
+      : backend_(std::move(backend)), cache_(backend_->fusion()),
+        narrow_floats_(backend_->fusion().narrow_floats) {}
 
   std::string_view name() const override { return backend_->name(); }
   void synchronize() override { backend_->synchronize(); }
@@ -90,7 +91,9 @@ class Runtime final : public Executor {
       } else {
         if (k.kind == Kernel::Kind::elementwise)
           reusable(k, structure, plan, readers, references_, reuse_);
-        const KernelOutcome outcome = backend_->run({k, p, structure, reuse_});
+        const KernelOutcome outcome = !narrow_floats_ && touches_narrow_floats(*k.root)
+                                          ? KernelOutcome::unsupported
+                                          : backend_->run({k, p, structure, reuse_});
         if (outcome == KernelOutcome::unsupported) host_fallback(k);
         if (!reuse_.empty()) release_taken_targets(k);
         fell_back = outcome != KernelOutcome::ran;
@@ -155,6 +158,7 @@ class Runtime final : public Executor {
   std::unique_ptr<Backend> backend_;
   GraphStructure structure_;
   ScheduleCache cache_;
+  bool narrow_floats_;  // whether the backend computes 16-bit floats (else the host does)
   // Per-evaluation scratch kept between evaluations (they are serialised), so that a repeated
   // small graph allocates nothing here.
   std::vector<Kernel> kernels_;

@@ -101,11 +101,24 @@ void Buffer::Free::operator()(std::byte* p) const {
   }
 }
 
+void Buffer::set(std::int64_t i, const Scalar& value) {
+  switch (dtype_) {
+    case DType::i32: as<std::int32_t>()[i] = value.as<std::int32_t>(); return;
+    case DType::i64: as<std::int64_t>()[i] = value.as<std::int64_t>(); return;
+    case DType::f32: as<float>()[i] = value.as<float>(); return;
+    case DType::f64: as<double>()[i] = value.as<double>(); return;
+    case DType::f16:
+    case DType::bf16: as<std::uint16_t>()[i] = narrow_bits(dtype_, value.as<double>()); return;
+  }
+}
+
 Scalar Buffer::scalar(std::int64_t i) const {
   switch (dtype_) {
     case DType::i32: return Scalar(as<std::int32_t>()[i]);
     case DType::i64: return Scalar(as<std::int64_t>()[i]);
     case DType::f32: return Scalar(as<float>()[i]);
+    case DType::f16: return Scalar(f16_to_f32(as<std::uint16_t>()[i])).cast(DType::f16);
+    case DType::bf16: return Scalar(bf16_to_f32(as<std::uint16_t>()[i])).cast(DType::bf16);
     case DType::f64: break;
   }
   return Scalar(as<double>()[i]);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/device_memory.hpp"
+#include "graph/narrow_floats.hpp"
 #include "kiln/types.hpp"
 
 namespace kiln::detail {
@@ -67,11 +68,15 @@ class Buffer {
       case DType::i32: return convert_value<T>(as<std::int32_t>()[i]);
       case DType::i64: return convert_value<T>(as<std::int64_t>()[i]);
       case DType::f32: return convert_value<T>(as<float>()[i]);
+      case DType::f16: return convert_value<T>(f16_to_f32(as<std::uint16_t>()[i]));
+      case DType::bf16: return convert_value<T>(bf16_to_f32(as<std::uint16_t>()[i]));
       case DType::f64: break;
     }
     return convert_value<T>(as<double>()[i]);
   }
   Scalar scalar(std::int64_t i) const;
+  // Writes `value` converted to the buffer's type at `i`.
+  void set(std::int64_t i, const Scalar& value);
   bool borrowed() const { return borrowed_; }
 
  private:

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "graph/narrow_floats.hpp"
 #include "kiln/error.hpp"
 #include "kiln/types.hpp"
 
@@ -15,6 +16,8 @@ const char* dtype_name(DType t) {
     case DType::i64: return "i64";
     case DType::f32: return "f32";
     case DType::f64: return "f64";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
   }
   return "?";
 }
@@ -33,20 +36,30 @@ void set_default_dtype(DType dtype) {
   default_float_type.store(dtype, std::memory_order_relaxed);
 }
 
+Half::Half(float value) : bits(detail::f16_nearest(value)) {}
+Half::operator float() const { return detail::f16_to_f32(bits); }
+BFloat16::BFloat16(float value) : bits(detail::bf16_nearest(value)) {}
+BFloat16::operator float() const { return detail::bf16_to_f32(bits); }
+
 Scalar Scalar::cast(DType to) const {
+  Scalar out;
   switch (to) {
     case DType::i32: return Scalar(as<std::int32_t>());
     case DType::i64: return Scalar(as<std::int64_t>());
     case DType::f32: return Scalar(as<float>());
-    case DType::f64: break;
+    case DType::f64: return Scalar(as<double>());
+    case DType::f16: out.f_ = detail::f16_to_f32(detail::f16_nearest(as<double>())); break;
+    case DType::bf16: out.f_ = detail::bf16_to_f32(detail::bf16_nearest(as<double>())); break;
   }
-  return Scalar(as<double>());
+  out.dtype_ = to;
+  return out;
 }
 
 std::string Scalar::to_string() const {
   if (is_integer(dtype_)) return std::to_string(i_);
   std::ostringstream os;
-  os.precision(dtype_ == DType::f32 ? 7 : 15);
+  // Enough digits to tell the type's neighbouring values apart.
+  os.precision(dtype_ == DType::f64 ? 15 : dtype_ == DType::f32 ? 7 : dtype_ == DType::f16 ? 5 : 4);
   os << f_;
   return os.str();
 }

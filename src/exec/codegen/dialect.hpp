@@ -30,9 +30,11 @@ struct Dialect {
       case DType::i32: return i32;
       case DType::i64: return i64;
       case DType::f32: return f32;
-      case DType::f64: break;
+      case DType::f64: return f64;
+      case DType::f16:
+      case DType::bf16: break;  // loaded and stored as the f32 values they are
     }
-    return f64;
+    return f32;
   }
 };
 

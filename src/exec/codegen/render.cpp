@@ -127,8 +127,10 @@ std::string literal(const Scalar& s, DType t, const Dialect& d) {
       return "(" + std::string(d.i64) + ")" + std::to_string(v) + "L";
     }
     case DType::f32:
-    case DType::f64: {
-      const double v = t == DType::f32 ? static_cast<double>(s.as<float>()) : s.as<double>();
+    case DType::f64:
+    case DType::f16:
+    case DType::bf16: {
+      const double v = t == DType::f64 ? s.as<double>() : s.cast(t).as<double>();
       const std::string type(d.type(t));
       if (std::isnan(v)) return "(" + type + ")NAN";
       if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "(" + type + ")INFINITY";

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kiln/types.hpp"
+
 namespace kiln::detail {
 
 // sign, 5 exponent bits (bias 15), 10 fraction bits.
@@ -93,6 +95,15 @@ inline std::uint16_t bf16_nearest(double x) {
   if (std::fabs(y) > 0x1.FEp127) return sign | 0x7F80;
   // y is an f32 whose lower 16 bits are zero.
   return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(static_cast<float>(y)) >> 16);
+}
+
+// The bits of the f16 or bf16 (`to`) nearest to x.
+inline std::uint16_t narrow_bits(DType to, double x) {
+  return to == DType::f16 ? f16_nearest(x) : bf16_nearest(x);
+}
+// The value of the f16 or bf16 (`from`) with these bits.
+inline float widen_bits(DType from, std::uint16_t bits) {
+  return from == DType::f16 ? f16_to_f32(bits) : bf16_to_f32(bits);
 }
 
 }  // namespace kiln::detail

@@ -1,0 +1,82 @@
+// The reference values of the 16-bit floats (f16, bf16): what every backend's kernels of these
+// types must equal. Their arithmetic is f32's: a node reads its 16-bit inputs as the f32 values
+// they are (exactly), computes the op as the f32 node would, and rounds the result to its type,
+// to nearest, ties to even. A conversion to a 16-bit type is computed in f64 instead, so that an
+// f64 or a large integer is rounded once, not first to f32.
+//
+// The widened node is a private stand-in made here for one kernel, never part of a graph: the
+// same op, attributes and view, of the wider type, over stand-ins of its 16-bit inputs that hold
+// their values converted.
+#include <memory>
+#include <vector>
+
+#include "exec/reference_kernels.hpp"
+#include "graph/narrow_floats.hpp"
+
+namespace kiln::detail {
+
+namespace {
+
+// A buffer of the values of `values` (of a 16-bit type) as f32.
+std::shared_ptr<Buffer> widened_values(const Buffer& values) {
+  auto wide = std::make_shared<Buffer>(DType::f32, values.numel());
+  const auto* in = values.as<std::uint16_t>();
+  float* out = wide->as<float>();
+  const bool half = values.dtype() == DType::f16;
+  for (std::int64_t i = 0; i < values.numel(); ++i)
+    out[i] = half ? f16_to_f32(in[i]) : bf16_to_f32(in[i]);
+  return wide;
+}
+
+// A stand-in of `input` that reads as f32 where `input` is of a 16-bit type: a node holding its
+// values widened, or a view of the same map over a widened base. Other inputs are themselves.
+NodePtr widened(const NodePtr& input) {
+  if (input == nullptr || !is_narrow_float(input->dtype)) return input;
+  auto wide = std::make_shared<Node>(input->result ? Op::store : input->op, DType::f32,
+                                     input->shape, std::vector<NodePtr>{}, input->attrs);
+  if (input->result) {
+    wide->result = widened_values(*input->result);
+  } else if (input->is_view()) {
+    wide->view = input->view;
+    wide->view_base = widened(input->view_base);
+  }
+  // Any other input has no values yet, and its stand-in has none either: the kernel reports it.
+  return wide;
+}
+
+bool reads_narrow_floats(const Node& n) {
+  for (const NodePtr& in : n.inputs)
+    if (is_narrow_float(in->dtype)) return true;
+  return n.view_base != nullptr && is_narrow_float(n.view_base->dtype);
+}
+
+}  // namespace
+
+void run_reference_kernel(const Node& n, Buffer& out) {
+  const bool generated = n.op == Op::random_uniform;
+  const bool narrow_out = is_narrow_float(n.dtype) && (generated || n.info().kind != OpKind::source);
+  if (!narrow_out && !reads_narrow_floats(n)) return run_typed_reference_kernel(n, out);
+
+  const DType wide_type = !narrow_out ? n.dtype : n.op == Op::convert ? DType::f64 : DType::f32;
+  std::vector<NodePtr> inputs;
+  inputs.reserve(n.inputs.size());
+  for (const NodePtr& in : n.inputs) inputs.push_back(widened(in));
+  Node wide(n.op, wide_type, n.shape, std::move(inputs), n.attrs);
+  wide.name = n.name;
+  if (n.is_view()) {
+    wide.view = n.view;
+    wide.view_base = widened(n.view_base);
+  }
+  if (!narrow_out) return run_typed_reference_kernel(wide, out);
+
+  Buffer values(wide_type, n.numel());
+  run_typed_reference_kernel(wide, values);
+  auto* o = out.as<std::uint16_t>();
+  const bool half = n.dtype == DType::f16;
+  for (std::int64_t i = 0; i < values.numel(); ++i) {
+    const double v = values.get<double>(i);
+    o[i] = half ? f16_nearest(v) : bf16_nearest(v);
+  }
+}
+
+}  // namespace kiln::detail
