@@ -51,7 +51,11 @@ std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& 
     if (on_path) leads.insert(t.node().get());
   }
 
-  const DType seed_type = y.dtype() == DType::f32 ? DType::f32 : DType::f64;
+  // Flint's rule: f32 gradients of f32 values, else f64. A 16-bit float keeps its type, as in
+  // PyTorch: the gradient reaching a 16-bit value is rounded to its type, so that the backward
+  // pass through 16-bit activations runs in 16-bit memory as the forward pass does.
+  const DType seed_type = is_narrow_float(y.dtype()) || y.dtype() == DType::f32 ? y.dtype()
+                                                                                : DType::f64;
   std::unordered_map<detail::Node*, Tensor> grad;
   if (leads.count(y.node().get())) grad[y.node().get()] = ones(y.shape(), seed_type);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -62,8 +66,11 @@ std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& 
     for (std::size_t i = 0; i < parts.size(); ++i) {
       detail::Node* in = n->inputs[i].get();
       if (!parts[i].defined() || !leads.count(in)) continue;
-      auto [slot, fresh] = grad.try_emplace(in, parts[i]);
-      if (!fresh) slot->second = slot->second + parts[i];
+      const Tensor part = is_narrow_float(in->dtype) && parts[i].dtype() != in->dtype
+                              ? convert(parts[i], in->dtype)
+                              : parts[i];
+      auto [slot, fresh] = grad.try_emplace(in, part);
+      if (!fresh) slot->second = slot->second + part;
     }
     // Interior gradients are no longer needed once passed on; variables keep theirs.
     if (!variables.count(n)) grad.erase(n);
@@ -71,8 +78,10 @@ std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& 
 
   std::vector<Tensor> out;
   for (const Tensor& x : xs) {
-    const DType type = (y.dtype() == DType::f32 && x.dtype() == DType::f32) ? DType::f32
-                                                                            : DType::f64;
+    const bool y_f32_or_narrower = y.dtype() == DType::f32 || is_narrow_float(y.dtype());
+    const DType type = is_narrow_float(x.dtype())                       ? x.dtype()
+                       : y_f32_or_narrower && x.dtype() == DType::f32 ? DType::f32
+                                                                       : DType::f64;
     auto g = grad.find(x.node().get());
     if (g == grad.end()) {
       out.push_back(zeros(x.shape(), type));

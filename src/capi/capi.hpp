@@ -122,7 +122,9 @@ int to_axis(unsigned int axis, const char* what);
 
 // ---- conversions -----------------------------------------------------------------------------
 DType to_dtype(FType t);  // WRONG_TYPE for values outside the enum
-inline FType to_ftype(DType t) { return static_cast<FType>(static_cast<int>(t)); }
+// WRONG_TYPE for the kiln types the Flint C API has no FType for (f16, bf16): a graph of such a
+// type that reaches the C API is refused, never reinterpreted.
+FType to_ftype(DType t);
 // `dimensions` (>= 1) sizes from a size_t array; sizes above INT64_MAX are ILLEGAL_DIMENSION.
 Shape to_shape(const std::size_t* shape, int dimensions, const char* what = "shape");
 

@@ -92,6 +92,20 @@ DType to_dtype(FType t) {
   return static_cast<DType>(v);
 }
 
+FType to_ftype(DType t) {
+  switch (t) {
+    case DType::i32: return F_INT32;
+    case DType::i64: return F_INT64;
+    case DType::f32: return F_FLOAT32;
+    case DType::f64: return F_FLOAT64;
+    case DType::f16:
+    case DType::bf16: break;
+  }
+  throw CError(WRONG_TYPE, std::string("a ") + dtype_name(t) +
+                               " tensor: the Flint C API has the types F_INT32, F_INT64, "
+                               "F_FLOAT32 and F_FLOAT64 only (convert it to one of them first)");
+}
+
 Shape to_shape(const std::size_t* shape, int dimensions, const char* what) {
   if (dimensions < 1)
     throw CError(ILLEGAL_DIMENSIONALITY, std::string(what) + " needs at least 1 dimension, got " +

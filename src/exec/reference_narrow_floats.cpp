@@ -54,7 +54,8 @@ bool reads_narrow_floats(const Node& n) {
 
 void run_reference_kernel(const Node& n, Buffer& out) {
   const bool generated = n.op == Op::random_uniform;
-  const bool narrow_out = is_narrow_float(n.dtype) && (generated || n.info().kind != OpKind::source);
+  const bool narrow_out =
+      is_narrow_float(n.dtype) && (generated || n.info().kind != OpKind::source);
   if (!narrow_out && !reads_narrow_floats(n)) return run_typed_reference_kernel(n, out);
 
   const DType wide_type = !narrow_out ? n.dtype : n.op == Op::convert ? DType::f64 : DType::f32;
