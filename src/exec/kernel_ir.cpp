@@ -14,9 +14,9 @@ DType compute_type(const Node& n, const DType* arg_types) {
     case OpKind::binary: return promote(arg_types[0], arg_types[1]);
     // Comparisons of one value (to_i32: sign, even) compute in the operand type.
     case OpKind::unary:
-      return n.info().type_rule == TypeRule::to_i32 ? arg_types[0] : n.dtype;
+      return n.info().type_rule == TypeRule::to_i32 ? arg_types[0] : arithmetic_type(n.dtype);
     case OpKind::custom: return DType::f64;
-    default: return n.dtype;
+    default: return arithmetic_type(n.dtype);
   }
 }
 
@@ -80,7 +80,8 @@ void lower_kernel(const std::vector<Node*>& body, const std::vector<Node*>& stor
       const auto producer = v.second == nullptr ? step_of.find(v.first) : step_of.end();
       const auto it = live.find(v);
       if (producer != step_of.end() && it != live.end() && last_use[v] == i &&
-          value_of(n->inputs[0]) != v && it->second.second == n->dtype &&
+          value_of(n->inputs[0]) != v && it->second.second == arithmetic_type(n->dtype) &&
+          p->code[producer->second].step.rounds_to == n->dtype &&
           p->code[producer->second].store < 0 &&
           // the kernel's own result is the last instruction's
           (n != body.back() || producer->second + 1 == p->code.size())) {
@@ -89,14 +90,15 @@ void lower_kernel(const std::vector<Node*>& body, const std::vector<Node*>& stor
         release_dead_inputs(n, i);
         if (kept != stored.end())
           p->code[producer->second].store = static_cast<int>(kept - stored.begin());
-        live[{n, nullptr}] = {value_register, n->dtype};
+        live[{n, nullptr}] = {value_register, arithmetic_type(n->dtype)};
         step_of[n] = producer->second;
         continue;
       }
     }
     IrStep s;
     s.op = n->op;
-    s.dtype = n->dtype;
+    s.dtype = arithmetic_type(n->dtype);
+    s.rounds_to = n->dtype;
     s.custom = n->attrs.custom;
     for (const auto& in : n->inputs) {
       const Value v = value_of(in);
@@ -110,11 +112,11 @@ void lower_kernel(const std::vector<Node*>& body, const std::vector<Node*>& stor
         LoadFacts facts = describe(*v.first, v.second);
         const bool constant = facts.constant && constant_registers.size() < 16;
         p->loads.push_back({structure.slot(v.first), v.second ? structure.slot(v.second) : -1,
-                            v.first->dtype, constant, std::move(facts.layer)});
+                            arithmetic_type(v.first->dtype), constant, std::move(facts.layer)});
         load.out = constant ? p->registers++ : allocate();
         if (constant) constant_registers.insert(load.out);
         p->code.push_back(std::move(load));
-        it = live.emplace(v, std::pair{p->code.back().out, v.first->dtype}).first;
+        it = live.emplace(v, std::pair{p->code.back().out, arithmetic_type(v.first->dtype)}).first;
       }
       s.args[s.arity] = it->second.first;
       s.arg_types[s.arity] = it->second.second;
@@ -126,7 +128,7 @@ void lower_kernel(const std::vector<Node*>& body, const std::vector<Node*>& stor
     step.out = allocate();
     if (kept != stored.end()) step.store = static_cast<int>(kept - stored.begin());
     release_dead_inputs(n, i);  // values whose last reader is this step give their registers back
-    live[{n, nullptr}] = {step.out, n->dtype};
+    live[{n, nullptr}] = {step.out, arithmetic_type(n->dtype)};
     step_of[n] = p->code.size();
     p->code.push_back(std::move(step));
   }

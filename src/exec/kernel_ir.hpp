@@ -23,7 +23,10 @@ class GraphStructure;
 
 struct IrStep {
   Op op = Op::store;
-  DType dtype = DType::f32;      // the node's type
+  DType dtype = DType::f32;      // the type of the values in its register: the node's type, or
+                                 // f32 for a 16-bit float node (arithmetic_type)
+  DType rounds_to = DType::f32;  // the node's type: where it is a 16-bit float, the values are
+                                 // rounded to it in the register (and stored as it)
   DType compute = DType::f32;    // the type the op computes in
   int arity = 0;
   int args[3] = {};              // registers
@@ -46,7 +49,7 @@ struct IrInstruction {
 struct IrLoad {
   int node;
   int through;
-  DType type;
+  DType type;  // the type in the register: the buffer's, or f32 for a 16-bit float buffer
   bool constant;  // one value broadcast everywhere: its register is filled once, never reused
   // The view's map prepared once (coalesced into one strided layer), when the backend made one.
   std::shared_ptr<const ViewLayer> layer;

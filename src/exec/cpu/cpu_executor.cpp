@@ -44,8 +44,13 @@ KernelOutcome run_matmul(const Kernel& k) {
 // runtime's reference kernel, which KILN_DEBUG reports and KILN_PROFILE labels.
 KernelOutcome run_single(const Kernel& k) {
   Node& root = *k.root;
-  auto out = std::make_shared<Buffer>(root.dtype, root.numel());
   const OpKind kind = root.info().kind;
+  // 16-bit floats: convolution, pooling, softmax and copies compute them (in f32); the others are
+  // left to the reference, which widens them.
+  if (touches_narrow_floats(root) && kind != OpKind::window2d && kind != OpKind::softmax &&
+      kind != OpKind::copy && kind != OpKind::concat)
+    return KernelOutcome::unsupported;
+  auto out = std::make_shared<Buffer>(root.dtype, root.numel());
   bool fast = (kind == OpKind::window2d && run_window2d(k, *out)) ||
               (kind == OpKind::softmax && run_softmax(k, *out)) ||
               (root.op == Op::gather && run_gather(k, *out)) ||
@@ -79,6 +84,12 @@ class CpuBackend final : public Backend {
 
   std::string setup() const override {
     return std::string(float_loops().isa) + ", " + std::to_string(thread_count()) + " threads";
+  }
+
+  FusionPolicy fusion() const override {
+    FusionPolicy policy;
+    policy.narrow_floats = true;
+    return policy;
   }
 
   KernelOutcome run(const KernelRun& r) override {

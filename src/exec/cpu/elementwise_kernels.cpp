@@ -48,7 +48,7 @@ void run_elementwise(const Kernel& k, const Code& code, const GraphStructure& st
         stored.empty() &&
         std::none_of(p.use.begin(), p.use.end(), [](std::uint8_t u) { return u != 0; }) &&
         std::all_of(code.code.begin(), code.code.end(), [](const Instruction& ins) {
-          return ins.load >= 0 || ins.step.loop != kGeneralLoop;
+          return ins.load >= 0 || (ins.step.loop != kGeneralLoop && ins.step.rounds_to == ins.step.dtype);
         });
     const std::int64_t longest = chunk_for(p);
     const std::int64_t pieces = (row + longest - 1) / longest;

@@ -40,6 +40,15 @@ struct FloatLoops {
   // The reverse: planes to one block, the channels past `channels` zero.
   void (*block_channels_f32)(const float* planes, float* blocked, std::int64_t channels,
                              std::int64_t positions, std::int64_t block);
+  // The 16-bit floats (graph/narrow_floats.hpp): their values as f32, f32 values rounded to
+  // them (to nearest, ties to even; a NaN becomes the quiet NaN of its sign), and f32 values
+  // rounded in place to the nearest value of the type.
+  void (*widen_f16)(const std::uint16_t* in, float* out, std::int64_t n);
+  void (*narrow_f16)(const float* in, std::uint16_t* out, std::int64_t n);
+  void (*widen_bf16)(const std::uint16_t* in, float* out, std::int64_t n);
+  void (*narrow_bf16)(const float* in, std::uint16_t* out, std::int64_t n);
+  void (*round_f16)(float* values, std::int64_t n);
+  void (*round_bf16)(float* values, std::int64_t n);
 };
 
 // The loops for the best instruction set this machine has (KILN_ISA=generic|avx2|avx512

@@ -111,6 +111,15 @@ void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
 #undef KILN_FIXED_UNARY_CASE_
 #undef KILN_FIXED_BINARY_CASE_
 
+// Rounds n f32 values in place to the 16-bit float type `to`, also storing them as that type to
+// `narrow` when it is given.
+void round_values(DType to, float* values, std::uint16_t* narrow, std::int64_t n) {
+  const FloatLoops& loops = float_loops();
+  if (narrow == nullptr) return (to == DType::f16 ? loops.round_f16 : loops.round_bf16)(values, n);
+  (to == DType::f16 ? loops.narrow_f16 : loops.narrow_bf16)(values, narrow, n);
+  (to == DType::f16 ? loops.widen_f16 : loops.widen_bf16)(narrow, values, n);
+}
+
 [[gnu::noipa]] void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
   const OpInfo& info = op_info(s.op);
   const void* args[3] = {};
@@ -196,7 +205,8 @@ inline void prefetch_next(const void* at, std::int64_t bytes) {
 }  // namespace
 
 // Evaluates positions [start, start + n) (n <= kChunk) of the program's result into its result
-// register, or into `out` directly when it is given. Steps of stored nodes write straight into
+// register, or into `out` directly when it is given (as values of the last node's type; in the
+// register, a 16-bit float node's values are f32). Steps of stored nodes write straight into
 // their buffers (`stored`, one per Kernel::stored entry). `at`, when given, holds where each
 // load that is not a constant finds these positions' values in place (run_elementwise locates
 // them once per range of whole rows).
@@ -244,6 +254,26 @@ inline void prefetch_next(const void* at, std::int64_t bytes) {
                  start * static_cast<std::int64_t>(size_of(b.dtype()));
       }
       const Step& s = ins.step;
+      if (s.rounds_to != s.dtype) [[unlikely]] {
+        // A 16-bit float node: computed in f32 into its register, then rounded, and stored as
+        // the 16-bit values where it is stored.
+        void* narrow = target != r.reg(ins.out) ? target : nullptr;
+        target = r.reg(ins.out);
+        if (s.op == Op::convert && s.arg_types[0] != DType::f32) {
+          // From f64 or an integer: rounded once, straight from the operand's values.
+          std::uint16_t bits[kChunk];
+          convert_values(r.value(s.args[0]), s.arg_types[0], bits, s.rounds_to, n);
+          convert_values(bits, s.rounds_to, target, DType::f32, n);
+          if (narrow != nullptr) std::memcpy(narrow, bits, static_cast<std::size_t>(n) * 2);
+          r.values[ins.out] = target;
+          continue;
+        }
+        run_step(s, r, target, n);
+        round_values(s.rounds_to, static_cast<float*>(target), static_cast<std::uint16_t*>(narrow),
+                     n);
+        r.values[ins.out] = target;
+        continue;
+      }
       if (s.loop == kBinaryF32Loop)
         loops.binary_f32(s.op, static_cast<const float*>(r.value(s.args[0])),
                          static_cast<const float*>(r.value(s.args[1])),

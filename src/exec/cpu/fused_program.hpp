@@ -123,7 +123,7 @@ void run_chunk(const Program& p, Registers& r, std::int64_t start, std::int64_t 
 struct Producer {
   const Program* program = nullptr;
   const Source* source = nullptr;
-  DType type;
+  DType type;  // the type of the values: the input's, or the last fused node's
   // Writes positions [start, start + n) converted to `as` into `out` (n <= kChunk).
   // The values at [start, start + n) as type T: read in place when the input is a plain buffer
   // of that type, else produced into `scratch`.
@@ -138,7 +138,8 @@ struct Producer {
     Registers& r = thread_registers();
     if (as == type) return run_chunk(*program, r, start, n, out);
     run_chunk(*program, r, start, n, nullptr);
-    convert_values(r.value(program->code->result), type, out, as, n);
+    // The result register holds a 16-bit float node's values as f32 (rounded).
+    convert_values(r.value(program->code->result), arithmetic_type(type), out, as, n);
   }
 };
 

@@ -77,19 +77,31 @@ bool spread_products(std::int64_t batches, std::int64_t product, bool f32) {
 
 }  // namespace
 
+// The product of f32 or f64 operands (`type`) into `out`, of that type.
+bool matmul_of_float_type(const Node& root, const KernelInput& a_in, const KernelInput& b_in,
+                          Buffer& out, DType type);
+
 bool matmul_with_library(const Node& root, const KernelInput& a_in, const KernelInput& b_in,
                          Buffer& out) {
   if (!is_float(root.dtype)) return false;
+  // 16-bit floats: the operands widened to f32 (where they are read), the product of f32.
+  return computed_as_f32(root, out, [&](Buffer& values) {
+    return matmul_of_float_type(root, a_in, b_in, values, arithmetic_type(root.dtype));
+  });
+}
+
+bool matmul_of_float_type(const Node& root, const KernelInput& a_in, const KernelInput& b_in,
+                          Buffer& out, DType type) {
   const Shape& sa = root.inputs[0]->shape;
   const Shape& sb = root.inputs[1]->shape;
   const std::size_t rank = root.shape.size();
   const std::int64_t m = sa[rank - 2], k = sa[rank - 1], n = sb[rank - 1];
   if (m == 0 || n == 0) return true;
-  const Matrices a = describe_operand(a_in, sa, root.dtype);
-  const Matrices b = describe_operand(b_in, sb, root.dtype);
+  const Matrices a = describe_operand(a_in, sa, type);
+  const Matrices b = describe_operand(b_in, sb, type);
   const Shape batch(root.shape.begin(), root.shape.end() - 2);
   const std::int64_t batches = shape_numel(batch);
-  dispatch(root.dtype, [&]<class T>() {
+  dispatch(type, [&]<class T>() {
     if constexpr (std::is_floating_point_v<T>) {
       T* c = out.as<T>();
       if (k == 0) {

@@ -107,11 +107,13 @@ bool run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
     producer.type = k.inputs[0].node->dtype;
   }
   const bool is_arg = root.op == Op::argmax || root.op == Op::argmin;
-  const DType value_type = is_arg ? producer.type : root.dtype;
-  auto out = std::make_shared<Buffer>(root.dtype, root.numel());
+  // 16-bit floats are reduced as f32 values, and a 16-bit result rounded at the end.
+  const DType value_type = arithmetic_type(is_arg ? producer.type : root.dtype);
+  const bool narrow_result = is_narrow_float(root.dtype);
+  auto out = std::make_shared<Buffer>(arithmetic_type(root.dtype), root.numel());
 
   dispatch(value_type, [&]<class T>() {
-    dispatch(root.dtype, [&]<class O>() {
+    dispatch(arithmetic_type(root.dtype), [&]<class O>() {
       O* o = out->as<O>();
       if (inner == 1) {
         // Each output reduces a contiguous run of `reduced` values; with few outputs the runs
@@ -279,6 +281,11 @@ bool run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
       }
     });
   });
+  if (narrow_result) {
+    auto rounded = std::make_shared<Buffer>(root.dtype, root.numel());
+    convert_values(out->data(), DType::f32, rounded->data(), root.dtype, root.numel());
+    out = std::move(rounded);
+  }
   root.result = std::move(out);
   return false;
 }

@@ -54,13 +54,15 @@ bool run_softmax(const Kernel& k, Buffer& out) {
     return false;
   const std::int64_t len = n.shape.back();
   if (len == 0 || n.numel() == 0) return true;
-  dispatch(n.dtype, [&]<class T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      const Contiguous<T> x(k.inputs[0]);
-      rows<T>(n, x.data, out.as<T>(), n.numel() / len, len);
-    }
+  return computed_as_f32(n, out, [&](Buffer& values) {
+    dispatch(arithmetic_type(n.dtype), [&]<class T>() {
+      if constexpr (std::is_floating_point_v<T>) {
+        const Contiguous<T> x(k.inputs[0]);
+        rows<T>(n, x.data, values.as<T>(), n.numel() / len, len);
+      }
+    });
+    return true;
   });
-  return true;
 }
 
 }  // namespace kiln::detail::cpu

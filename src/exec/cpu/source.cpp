@@ -4,9 +4,42 @@
 #include <cstring>
 #include <vector>
 
+#include "exec/cpu/float_loops.hpp"
 #include "exec/operand.hpp"
 
 namespace kiln::detail::cpu {
+
+namespace {
+
+// convert_values where either type is a 16-bit float: through f32 with the vector loops where the
+// other type is f32 or 16-bit (every such value is exactly an f32), else one value at a time,
+// rounded once from f64.
+void convert_narrow_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
+  const FloatLoops& loops = float_loops();
+  const auto widen = from == DType::f16 ? loops.widen_f16 : loops.widen_bf16;
+  const auto narrow = to == DType::f16 ? loops.narrow_f16 : loops.narrow_bf16;
+  if (is_narrow_float(from) && to == DType::f32)
+    return widen(static_cast<const std::uint16_t*>(in), static_cast<float*>(out), n);
+  if (from == DType::f32 && is_narrow_float(to))
+    return narrow(static_cast<const float*>(in), static_cast<std::uint16_t*>(out), n);
+  if (is_narrow_float(from)) {  // to f64, an integer type, or the other 16-bit float
+    float wide[256];
+    for (std::int64_t i = 0; i < n; i += 256) {
+      const std::int64_t m = std::min<std::int64_t>(256, n - i);
+      widen(static_cast<const std::uint16_t*>(in) + i, wide, m);
+      if (is_narrow_float(to)) narrow(wide, static_cast<std::uint16_t*>(out) + i, m);
+      else convert_values(wide, DType::f32, static_cast<std::byte*>(out) + i * size_of(to), to, m);
+    }
+    return;
+  }
+  dispatch(from, [&]<class S>() {  // f64 or an integer type to a 16-bit float
+    const S* s = static_cast<const S*>(in);
+    auto* t = static_cast<std::uint16_t*>(out);
+    for (std::int64_t i = 0; i < n; ++i) t[i] = narrow_bits(to, static_cast<double>(s[i]));
+  });
+}
+
+}  // namespace
 
 void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
   if (n <= 0) return;  // `in` may be null then (nothing to read), which memcpy does not allow
@@ -14,6 +47,8 @@ void convert_values(const void* in, DType from, void* out, DType to, std::int64_
     std::memcpy(out, in, static_cast<std::size_t>(n) * size_of(to));
     return;
   }
+  if (is_narrow_float(from) || is_narrow_float(to)) [[unlikely]]
+    return convert_narrow_values(in, from, out, to, n);
   dispatch(from, [&]<class S>() {
     dispatch(to, [&]<class T>() {
       const S* s = static_cast<const S*>(in);
@@ -138,6 +173,17 @@ bool Source::constant() const {
 }
 
 void Source::fill(std::int64_t n, void* out, DType as) const {
+  if (is_narrow_float(buffer_->dtype()) || is_narrow_float(as)) {
+    // One value converted, then repeated.
+    std::byte one[8];
+    convert_values(static_cast<const std::byte*>(buffer_->data()) +
+                       layer_->offset * static_cast<std::int64_t>(size_of(buffer_->dtype())),
+                   buffer_->dtype(), one, as, 1);
+    const std::size_t width = size_of(as);
+    for (std::int64_t i = 0; i < n; ++i)
+      std::memcpy(static_cast<std::byte*>(out) + i * static_cast<std::int64_t>(width), one, width);
+    return;
+  }
   dispatch(buffer_->dtype(), [&]<class S>() {
     dispatch(as, [&]<class T>() {
       const T v = convert_value<T>(buffer_->as<S>()[layer_->offset]);
@@ -151,19 +197,42 @@ void Source::read(std::int64_t start, std::int64_t n, void* out, DType as) const
     convert_values(contiguous(start, n), buffer_->dtype(), out, as, n);
     return;
   }
-  dispatch(buffer_->dtype(), [&]<class S>() {
-    dispatch(as, [&]<class T>() { read_typed<S, T>(start, n, static_cast<T*>(out)); });
+  const DType from = buffer_->dtype();
+  if (is_narrow_float(from) || is_narrow_float(as)) [[unlikely]] {
+    // The 16-bit values are walked as their bits (the fill as the bits of its value), then
+    // converted; a wider source is read as f64 or f32 first and rounded once.
+    if (from == as) {
+      const std::uint16_t fill = narrow_bits(from, layer_->fill.as<double>());
+      return read_typed<std::uint16_t, std::uint16_t>(start, n, static_cast<std::uint16_t*>(out),
+                                                      fill);
+    }
+    const DType step = is_narrow_float(from)                          ? from
+                       : from == DType::f64 || from == DType::i64 ? DType::f64
+                                                                      : DType::f32;
+    std::byte staged[256 * 8];
+    const std::size_t width = size_of(as);
+    for (std::int64_t i = 0; i < n; i += 256) {
+      const std::int64_t m = std::min<std::int64_t>(256, n - i);
+      read(start + i, m, staged, step);
+      convert_values(staged, step, static_cast<std::byte*>(out) + i * static_cast<std::int64_t>(width),
+                     as, m);
+    }
+    return;
+  }
+  dispatch(from, [&]<class S>() {
+    dispatch(as, [&]<class T>() {
+      read_typed<S, T>(start, n, static_cast<T*>(out), layer_->fill.as<T>());
+    });
   });
 }
 
 template <class S, class T>
-void Source::read_typed(std::int64_t start, std::int64_t n, T* out) const {
+void Source::read_typed(std::int64_t start, std::int64_t n, T* out, T fill) const {
   if (n <= 0) return;
   const S* src = buffer_->as<S>();
   const ViewLayer& l = *layer_;
   const std::size_t rank = l.shape.size();
   const bool masked = !l.valid.empty();
-  const T fill = l.fill.as<T>();
   if (rank == 0) {
     if (n > 0) out[0] = convert_value<T>(src[l.offset]);
     return;

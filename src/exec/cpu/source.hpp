@@ -43,7 +43,8 @@ class Source {
   void fill(std::int64_t n, void* out, DType as) const;
 
  private:
-  template <class S, class T> void read_typed(std::int64_t start, std::int64_t n, T* out) const;
+  template <class S, class T>
+  void read_typed(std::int64_t start, std::int64_t n, T* out, T fill) const;
 
   const Buffer* base_;
   const Buffer* buffer_;
@@ -77,5 +78,17 @@ template <class T> struct Contiguous {
 
 // Copies n values of type `from` to type `to` (with kiln's conversion rules).
 void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n);
+
+// Runs `kernel(Buffer& values)`, a kernel of f32 values, for node `n`: into `out` itself, or,
+// where n is of a 16-bit float type, into an f32 buffer that is then rounded into `out` (the
+// reference's rule: the op computed in f32, its result rounded). Returns what the kernel returns
+// (false: it did not compute, and `out` is left alone).
+template <class F> bool computed_as_f32(const Node& n, Buffer& out, F&& kernel) {
+  if (!is_narrow_float(n.dtype)) return kernel(out);
+  Buffer wide(DType::f32, out.numel());
+  if (!kernel(wide)) return false;
+  convert_values(wide.data(), DType::f32, out.data(), n.dtype, out.numel());
+  return true;
+}
 
 }  // namespace kiln::detail::cpu

@@ -147,11 +147,19 @@ memory as_layout(dnnl::stream& stream, const memory::desc& want, const memory::d
   return converted;
 }
 
+bool run_conv_f32(const Kernel& k, Buffer& out);
+
 bool run_conv(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;
-  if (n.dtype != DType::f32) return false;
+  // f32, or 16-bit floats read as f32 (Contiguous widens them) and rounded at the end.
+  if (arithmetic_type(n.dtype) != DType::f32) return false;
   for (const KernelInput& in : k.inputs)
-    if (in.node->dtype != DType::f32) return false;
+    if (arithmetic_type(in.node->dtype) != DType::f32) return false;
+  return computed_as_f32(n, out, [&](Buffer& values) { return run_conv_f32(k, values); });
+}
+
+bool run_conv_f32(const Kernel& k, Buffer& out) {
+  const Node& n = *k.root;
   const Window2d g = window2d_of(n);
   // oneDNN has no primitive for empty tensors: the reference kernel gives their (empty or zero)
   // results.
@@ -367,10 +375,12 @@ bool run_window2d(const Kernel& k, Buffer& out) {
   if (n.op == Op::max_pool2d || n.op == Op::max_pool2d_grad) {
     // Same input and output types only; mixed ones go to the reference kernel.
     if (!is_float(n.dtype) || k.inputs[0].node->dtype != n.dtype) return false;
-    dispatch(n.dtype, [&]<class T>() {
-      if constexpr (std::is_floating_point_v<T>) pool<T>(k, out);
+    return computed_as_f32(n, out, [&](Buffer& values) {
+      dispatch(arithmetic_type(n.dtype), [&]<class T>() {
+        if constexpr (std::is_floating_point_v<T>) pool<T>(k, values);
+      });
+      return true;
     });
-    return true;
   }
   return run_conv(k, out);
 }
