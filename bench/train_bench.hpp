@@ -18,6 +18,9 @@ struct TrainSpec {
   int batches = 150;         // timed batches (ignored with full_epoch)
   bool full_epoch = false;   // time one whole epoch instead
   std::uint64_t seed = 1;    // initialisation, shuffling, dropout
+  // The type the layers compute in: f32, or bf16 / f16 for mixed precision (kiln's nn::Autocast,
+  // libtorch's CPU autocast; parameters f32 on both sides).
+  kiln::DType dtype = kiln::DType::f32;
 };
 
 // What a side reports to the parent through a pipe, so it must be trivially copyable. Peak

@@ -4,6 +4,8 @@
 #include <kiln/kiln.hpp>
 #include <kiln/nn.hpp>
 
+#include <optional>
+
 #include "child_process.hpp"
 #include "train_bench.hpp"
 
@@ -45,6 +47,8 @@ void train_kiln(const TrainSpec& spec, int threads, SideResult& result) {
     kiln::Tensor loss;
     {
       kiln::GradientContext gradients;
+      std::optional<nn::Autocast> mixed;
+      if (spec.dtype != kiln::DType::f32) mixed.emplace(spec.dtype);
       loss = nn::cross_entropy(model(images), labels);
     }
     optimizer.step(loss);

@@ -5,7 +5,7 @@
 // the real data set, so that its peak resident memory is its own.
 //
 //   kiln_train_bench [--threads N] [--batches N] [--warmup N] [--full-epoch] [--data DIR]
-//                    [--seed N]
+//                    [--seed N] [--dtype f32|bf16|f16]
 
 #include <cerrno>
 #include <cstdio>
@@ -39,7 +39,9 @@ void usage(std::ostream& os) {
         "  --data DIR      directory of the Fashion-MNIST IDX files (default "
      << kiln::data::fashion_mnist_default_dir
      << ")\n"
-        "  --seed N        seed for initialisation, shuffling and dropout (default 1)\n";
+        "  --seed N        seed for initialisation, shuffling and dropout (default 1)\n"
+        "  --dtype T       f32 (default), or bf16 / f16: mixed precision, the layers computing\n"
+        "                  in T and the parameters f32 (libtorch: its CPU autocast, bf16 only)\n";
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -80,6 +82,16 @@ bool parse(int argc, char** argv, Options& o) {
     } else if (a == "--seed") {
       if (!integer(i, 0, v)) return false;
       o.spec.seed = static_cast<std::uint64_t>(v);
+    } else if (a == "--dtype") {
+      std::string t;
+      if (!value(i, t)) return false;
+      if (t == "f32") o.spec.dtype = kiln::DType::f32;
+      else if (t == "bf16") o.spec.dtype = kiln::DType::bf16;
+      else if (t == "f16") o.spec.dtype = kiln::DType::f16;
+      else {
+        std::cerr << "kiln_train_bench: --dtype is f32, bf16 or f16, got '" << t << "'\n";
+        return false;
+      }
     } else if (a == "--full-epoch") {
       o.spec.full_epoch = true;
     } else if (a == "--data") {
@@ -178,6 +190,10 @@ int main(int argc, char** argv) {
 #else
   std::cout << "libtorch: not built in (KILN_BENCH_HAVE_TORCH unset); its rows show n/a\n";
 #endif
+  std::cout << "layers compute in " << kiln::dtype_name(spec.dtype)
+            << (spec.dtype == kiln::DType::f32 ? "" : " (mixed precision: parameters and loss f32)")
+            << (spec.dtype == kiln::DType::f16 ? "; libtorch has no f16 CPU autocast: no rows" : "")
+            << "\n";
   std::cout << "each side trains in its own child process of this one program, so both sides' "
                "memory includes the code of both libraries; RSS at start: resident memory once "
                "that side has loaded the data\n\n";
@@ -188,6 +204,8 @@ int main(int argc, char** argv) {
     progress("kiln", n);
     g.kiln = bench::run_in_child([&](bench::SideResult& r) { bench::train_kiln(spec, n, r); });
 #ifdef KILN_BENCH_HAVE_TORCH
+    // libtorch 1.13's CPU autocast has bf16 only: no f16 row to compare with.
+    if (spec.dtype != kiln::DType::f16)
     for (const bench::TorchConfig& config : bench::torch_configs(n, /*uses_blas=*/true)) {
       progress("libtorch (" + config.label + ")", n);
       g.torch.emplace_back(config.label, bench::run_in_child([&](bench::SideResult& r) {

@@ -3,6 +3,7 @@
 #include <kiln/data.hpp>
 #include <kiln/kiln.hpp>
 #include <torch/torch.h>
+#include <ATen/autocast_mode.h>
 
 #include <filesystem>
 #include <string>
@@ -90,7 +91,18 @@ void train_torch(const TrainSpec& spec, const TorchConfig& config, SideResult& r
     const torch::Tensor x = images.index_select(0, indices);
     const torch::Tensor y = labels.index_select(0, indices);
     optimizer.zero_grad();
-    const torch::Tensor loss = tnn::functional::cross_entropy(model->forward(x), y);
+    torch::Tensor loss;
+    if (spec.dtype == kiln::DType::f32) {
+      loss = tnn::functional::cross_entropy(model->forward(x), y);
+    } else {
+      // CPU autocast (libtorch 1.13 has it for bf16 only): convolutions and linear layers in
+      // bf16, the loss in f32.
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      loss = tnn::functional::cross_entropy(model->forward(x), y);
+      at::autocast::set_cpu_enabled(false);
+      at::autocast::clear_cache();
+    }
     loss.backward();
     optimizer.step();
     return loss.item<double>();

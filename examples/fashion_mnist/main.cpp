@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ struct Options {
   std::string plot = "fashion_mnist.png";
   std::string save;
   std::string backend;  // empty: kiln's default executor (KILN_EXECUTOR, else cpu)
+  kiln::DType dtype = kiln::DType::f32;  // the layers' type; bf16/f16: mixed precision
 };
 
 void usage(std::ostream& os) {
@@ -65,7 +67,9 @@ void usage(std::ostream& os) {
         "  --plot PATH       PNG of the training curves (default fashion_mnist.png)\n"
         "  --save PATH       save the trained parameters (kiln::nn::save format)\n"
         "  --backend NAME    the executor to train on: cpu, opencl or reference (default: cpu,\n"
-        "                    or KILN_EXECUTOR)\n";
+        "                    or KILN_EXECUTOR)\n"
+        "  --dtype T         f32 (default), or bf16 / f16: mixed precision (kiln::nn::Autocast),\n"
+        "                    activations and products in T, parameters and loss in f32\n";
 }
 
 Options parse(int argc, char** argv) {
@@ -104,6 +108,16 @@ Options parse(int argc, char** argv) {
     else if (a == "--plot") o.plot = value(i);
     else if (a == "--save") o.save = value(i);
     else if (a == "--backend") o.backend = value(i);
+    else if (a == "--dtype") {
+      const std::string t = value(i);
+      if (t == "f32") o.dtype = kiln::DType::f32;
+      else if (t == "bf16") o.dtype = kiln::DType::bf16;
+      else if (t == "f16") o.dtype = kiln::DType::f16;
+      else {
+        std::cerr << "fashion_mnist: --dtype is f32, bf16 or f16, got '" << t << "'\n";
+        std::exit(2);
+      }
+    }
     else if (a == "--help" || a == "-h") {
       usage(std::cout);
       std::exit(0);
@@ -188,8 +202,11 @@ struct EpochResult {
 };
 
 // Test loss and accuracy in evaluation mode, in batches.
-std::pair<double, double> evaluate(nn::Module& model, const kiln::data::Dataset& test) {
+std::pair<double, double> evaluate(nn::Module& model, const kiln::data::Dataset& test,
+                                   kiln::DType dtype) {
   model.eval();
+  std::optional<nn::Autocast> mixed;
+  if (dtype != kiln::DType::f32) mixed.emplace(dtype);
   kiln::data::BatchIterator batches(test, 500, /*shuffle=*/false);
   kiln::data::Batch b;
   double loss_sum = 0;
@@ -231,10 +248,10 @@ int main(int argc, char** argv) {
     std::printf("%s model:\n%s", o.small ? "small" : "full", model.summary().c_str());
     nn::Adam optimizer(model.parameters(), {.lr = o.lr});
     std::printf("Adam (lr %g, times %g after each epoch), batch size %lld, %d epoch%s, "
-                "%d thread%s, seed %llu\n",
+                "%d thread%s, seed %llu, layers in %s\n",
                 o.lr, o.lr_decay, static_cast<long long>(o.batch_size), o.epochs,
                 o.epochs == 1 ? "" : "s", kiln::num_threads(), kiln::num_threads() == 1 ? "" : "s",
-                static_cast<unsigned long long>(o.seed));
+                static_cast<unsigned long long>(o.seed), kiln::dtype_name(o.dtype));
     std::fflush(stdout);
 
     // Batches gathered on a background thread two steps ahead, in the order BatchIterator
@@ -260,6 +277,8 @@ int main(int argc, char** argv) {
         Tensor loss;
         {
           kiln::GradientContext gradients;
+          std::optional<nn::Autocast> mixed;
+          if (o.dtype != kiln::DType::f32) mixed.emplace(o.dtype);
           loss = nn::cross_entropy(model(b[0]), b[1]);
         }
         optimizer.step(loss);  // forward, backward and the Adam update in one pass
@@ -281,7 +300,7 @@ int main(int argc, char** argv) {
       }
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       const auto eval_start = Clock::now();
-      const auto [test_loss, test_accuracy] = evaluate(model, test);
+      const auto [test_loss, test_accuracy] = evaluate(model, test, o.dtype);
       const double eval_seconds =
           std::chrono::duration<double>(Clock::now() - eval_start).count();
       results.push_back({epoch, loss_sum / images, test_loss, test_accuracy, seconds,

@@ -193,6 +193,27 @@ class Module {
   bool training_ = true;
 };
 
+/// Mixed precision, as PyTorch's torch.autocast: while an Autocast lives, on its thread, Linear,
+/// Conv1d, Conv2d and ConvTranspose2d compute in its 16-bit float type (f16 or bf16): their float
+/// input, weight and bias are converted to it, so their results, and the activations, pooling and
+/// dropout that follow them, are 16-bit values, in half the memory. The parameters stay f32 (the
+/// master copy the optimiser updates; the conversion's gradient brings each gradient back to
+/// f32), and the losses compute in f32 (cross_entropy converts 16-bit logits). Autocasts nest;
+/// the innermost applies. A type other than f16 and bf16 is a wrong_type error. f16's narrow range
+/// needs loss scaling (the gradients of a small loss underflow); bf16 has f32's range.
+class Autocast {
+ public:
+  explicit Autocast(DType dtype = DType::bf16);
+  ~Autocast();
+  Autocast(const Autocast&) = delete;
+  Autocast& operator=(const Autocast&) = delete;
+
+ private:
+  DType previous_;
+};
+/// The type the layers compute in on this thread: an Autocast's, or f32 outside any.
+DType autocast_dtype();
+
 /// y = x W^T + b for x [N, in] (or any [..., in]): weight [out, in] and bias [out], as in PyTorch
 /// (so weights load from and compare with PyTorch's directly). Weight and bias are drawn from
 /// U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's default; kaiming_uniform with a = sqrt(5)).

@@ -9,6 +9,7 @@
 #include "kiln/error.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/ops.hpp"
+#include "nn/autocast.hpp"
 
 namespace kiln::nn {
 
@@ -164,7 +165,8 @@ Tensor nll_loss(const Tensor& log_probabilities, const Tensor& labels,
   return reduce_classes("nll_loss", pick(log_probabilities, labels, options), options.reduction);
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& labels, const ClassLossOptions& options) {
+Tensor cross_entropy(const Tensor& given, const Tensor& labels, const ClassLossOptions& options) {
+  const Tensor logits = loss_input(given);
   check_classes("cross_entropy", logits, labels, options);
   const double eps = options.label_smoothing;
   if (!(eps >= 0 && eps <= 1))

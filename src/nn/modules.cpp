@@ -8,6 +8,7 @@
 #include "kiln/ops.hpp"
 #include "kiln/random.hpp"
 #include "kiln/windows.hpp"
+#include "nn/autocast.hpp"
 #include "nn/checks.hpp"
 
 namespace kiln::nn {
@@ -175,9 +176,10 @@ Tensor Linear::forward(const Tensor& x) {
               (x.defined() ? shape_to_string(x.shape()) : "<empty>") + " does not end in " +
               std::to_string(in_));
   // The transposed weight is a view: the matmul kernels read it as a column-major operand.
-  const Tensor w = weight_.value().transpose(0, 1);
-  const Tensor y = x.rank() == 1 ? matmul(x.unsqueeze(0), w).squeeze(0) : matmul(x, w);
-  return bias_.defined() ? y + bias_.value() : y;
+  const Tensor w = autocast_input(weight_.value()).transpose(0, 1);
+  const Tensor in = autocast_input(x);
+  const Tensor y = in.rank() == 1 ? matmul(in.unsqueeze(0), w).squeeze(0) : matmul(in, w);
+  return bias_.defined() ? y + autocast_input(bias_.value()) : y;
 }
 
 std::string Linear::describe() const {
@@ -250,7 +252,8 @@ Tensor Conv2d::forward(const Tensor& x) {
   o.padding = {padding_, padding_};
   o.dilation = {dilation_, dilation_};
   o.groups = groups_;
-  return conv2d(x, weight_.value(), bias_.defined() ? bias_.value() : Tensor(), o);
+  return conv2d(autocast_input(x), autocast_input(weight_.value()),
+                bias_.defined() ? autocast_input(bias_.value()) : Tensor(), o);
 }
 
 std::string Conv2d::describe() const {
@@ -281,7 +284,8 @@ void Conv1d::reset_parameters() {
 }
 
 Tensor Conv1d::forward(const Tensor& x) {
-  return conv1d(x, weight_.value(), bias_.defined() ? bias_.value() : Tensor(),
+  return conv1d(autocast_input(x), autocast_input(weight_.value()),
+                bias_.defined() ? autocast_input(bias_.value()) : Tensor(),
                 {.stride = stride_, .padding = padding_, .dilation = dilation_, .groups = groups_});
 }
 
@@ -321,7 +325,8 @@ Tensor ConvTranspose2d::forward(const Tensor& x) {
   o.output_padding = {output_padding_, output_padding_};
   o.dilation = {dilation_, dilation_};
   o.groups = groups_;
-  return conv_transpose2d(x, weight_.value(), bias_.defined() ? bias_.value() : Tensor(), o);
+  return conv_transpose2d(autocast_input(x), autocast_input(weight_.value()),
+                          bias_.defined() ? autocast_input(bias_.value()) : Tensor(), o);
 }
 
 std::string ConvTranspose2d::describe() const {

@@ -7,13 +7,14 @@
 #include "kiln/composite_ops.hpp"
 #include "kiln/nn.hpp"
 #include "kiln/ops.hpp"
+#include "nn/autocast.hpp"
 
 namespace kiln::nn {
 
 // ---- losses ---------------------------------------------------------------------------------------
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
-  return kiln::cross_entropy(logits, labels);
+  return kiln::cross_entropy(loss_input(logits), labels);
 }
 
 Tensor mse(const Tensor& prediction, const Tensor& target) {
