@@ -78,6 +78,30 @@ constexpr Helper kHelpers[] = {
      "       : v >= 9223372036854775807.0$F ? 9223372036854775807L : (long)v;\n}"},
 };
 
+// Helpers of the 16-bit floats (graph/narrow_floats.hpp's rules), one definition each: rounding a
+// float to the nearest f16 or bf16 (kept as a float), and rounding a double to float by rounding to
+// odd, so that a second rounding to a 16-bit type gives the double's nearest value.
+struct NarrowHelper {
+  std::string_view name;
+  std::string_view definition;
+};
+constexpr NarrowHelper kNarrowHelpers[] = {
+    {"kiln_round_f16",
+     "float kiln_round_f16(float x) {\n"
+     "  ushort h;\n  vstore_half_rte(x, 0, (half*)&h);\n  return vload_half(0, (const half*)&h);\n}"},
+    {"kiln_round_bf16",
+     "float kiln_round_bf16(float x) {\n"
+     "  uint u = as_uint(x);\n"
+     "  if ((u & 0x7fffffffu) > 0x7f800000u) return as_float((u & 0x80000000u) | 0x7fc00000u);\n"
+     "  return as_float((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);\n}"},
+    {"kiln_odd_f32",
+     "float kiln_odd_f32(double x) {\n"
+     "  float t = (float)x;\n"
+     "  if ((double)t == x || x != x) return t;\n"
+     "  if (fabs((double)t) > fabs(x)) t = nextafter(t, 0.0f);\n"
+     "  return as_float(as_uint(t) | 1u);\n}"},
+};
+
 std::string replace_all(std::string s, std::string_view from, std::string_view to) {
   for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
@@ -95,6 +119,9 @@ std::string helpers_for(const std::string& body, const Dialect& d, bool f64) {
                         {DType::f32, "", "f"},
                         {DType::f64, "", ""}};
   std::string out;
+  for (const NarrowHelper& h : kNarrowHelpers)
+    if (body.find(std::string(h.name) + "(") != std::string::npos)
+      out += std::string(d.function) + " " + std::string(h.definition) + "\n";
   for (const Helper& h : kHelpers) {
     if (body.find(std::string(h.name) + "(") == std::string::npos) continue;
     for (const Type& t : types) {
@@ -198,6 +225,31 @@ class Renderer {
     if (t == DType::f64) r_.uses_f64 = true;
   }
 
+  // The element type of a buffer of type t: a 16-bit float is half (f16, read and written with
+  // vload_half and vstore_half_rte) or its bits (bf16).
+  std::string storage_type(DType t) const {
+    if (t == DType::f16) return "half";
+    if (t == DType::bf16) return "ushort";
+    return std::string(d_.type(t));
+  }
+
+  // Element `index` of `buffer` (of type t), as a value of d_.type(t) (float for 16-bit floats).
+  static std::string read(const std::string& buffer, const std::string& index, DType t) {
+    if (t == DType::f16) return "vload_half(" + index + ", " + buffer + ")";
+    if (t == DType::bf16) return "as_float((uint)" + buffer + "[" + index + "] << 16)";
+    return buffer + "[" + index + "]";
+  }
+
+  // The statement writing `value` (of d_.type(t)) as element `index` of `buffer` (of type t).
+  static std::string write(const std::string& buffer, const std::string& index,
+                           const std::string& value, DType t) {
+    if (t == DType::f16) return "vstore_half_rte(" + value + ", " + index + ", " + buffer + ");";
+    if (t == DType::bf16)
+      return buffer + "[" + index + "] = (ushort)(as_uint(kiln_round_bf16(" + value +
+             ")) >> 16);";
+    return buffer + "[" + index + "] = " + value + ";";
+  }
+
   // Statements declaring `name` (of the loaded node's type) as element `index` of the buffer of
   // node `slot`, read through the map of `view` (null: row-major).
   void load(std::string& body, const std::string& name, int slot, const ViewMap* view,
@@ -206,7 +258,7 @@ class Renderer {
     const std::string& buffer = argument(slot);
     const std::string type(d_.type(data.dtype));
     if (view == nullptr || view->is_identity()) {
-      body += "  " + type + " " + name + " = " + buffer + "[" + index + "];\n";
+      body += "  " + type + " " + name + " = " + read(buffer, index, data.dtype) + ";\n";
       return;
     }
     body += "  " + type + " " + name + ";\n  {\n    long kp = " + index + ";\n";
@@ -252,12 +304,12 @@ class Renderer {
       // Declared first, so that every layer can set it.
       const auto at = body.rfind("  {\n    long kp = ");
       body.insert(at + 4, "    int miss = 0;\n");
-      std::string value = buffer + "[kp]";
+      std::string value = read(buffer, "kp", data.dtype);
       for (std::size_t f = fills.size(); f-- > 0;)
         value = "miss == " + std::to_string(f + 1) + " ? " + fills[f] + " : " + value;
       body += "    " + name + " = " + value + ";\n  }\n";
     } else {
-      body += "    " + name + " = " + buffer + "[kp];\n  }\n";
+      body += "    " + name + " = " + read(buffer, "kp", data.dtype) + ";\n  }\n";
     }
   }
 
@@ -303,8 +355,19 @@ class Renderer {
         throw Error(ErrorCode::internal_error,
                     std::string(info.name) + " has no C template for " + std::string(d_.name));
       }
-      body += "  " + std::string(d_.type(s.dtype)) + " " + name + " = " +
-              cast(expr, from, s.dtype, d_) + ";\n";
+      std::string value = cast(expr, from, s.dtype, d_);
+      if (is_narrow_float(s.rounds_to)) {
+        // A 16-bit float node: its float value rounded to its type. A conversion from f64 or an
+        // integer rounds once, from the operand's value rounded to odd.
+        const auto operand = static_cast<std::size_t>(s.args[0]);
+        if (s.op == Op::convert && reg_type[operand] != DType::f32) {
+          note_type(DType::f64);
+          value = "kiln_odd_f32((double)" + reg[operand] + ")";
+        }
+        value = std::string(s.rounds_to == DType::f16 ? "kiln_round_f16(" : "kiln_round_bf16(") +
+                value + ")";
+      }
+      body += "  " + std::string(d_.type(s.dtype)) + " " + name + " = " + value + ";\n";
       reg[out] = name;
       reg_type[out] = s.dtype;
       if (ins.store >= 0 && stores != nullptr)
@@ -322,7 +385,7 @@ class Renderer {
     for (std::size_t i = 0; i < r_.inputs.size(); ++i) {
       const Node& n = *structure_.nodes()[static_cast<std::size_t>(r_.inputs[i])];
       params += (params.empty() ? "" : ", ") + std::string(d_.global) + " const " +
-                std::string(d_.type(n.dtype)) + "* in" + std::to_string(i);
+                storage_type(n.dtype) + "* in" + std::to_string(i);
     }
     if (r_.seed_of >= 0) params += ", " + std::string(d_.u64) + " seed";
     if (r_.index_check) params += ", " + std::string(d_.global) + " int* bad";
@@ -352,7 +415,7 @@ class Renderer {
 
   std::string output(DType t, int i) {
     note_type(t);
-    return std::string(d_.global) + " " + std::string(d_.type(t)) + "* out" + std::to_string(i);
+    return std::string(d_.global) + " " + storage_type(t) + "* out" + std::to_string(i);
   }
 
   const GraphStructure& structure_;
@@ -381,9 +444,11 @@ RenderedKernel elementwise(const Kernel& k, const KernelIr& ir, const GraphStruc
     std::vector<std::string> stores(k.stored.size());
     value = r.code(body, ir, "i", &stores);
     for (std::size_t s = 0; s < stores.size(); ++s)
-      body += "  out" + std::to_string(s + 1) + "[i] = " + stores[s] + ";\n";
+      body += "  " +
+              Renderer::write("out" + std::to_string(s + 1), "i", stores[s], k.stored[s]->dtype) +
+              "\n";
   }
-  body += "  out0[i] = " + value + ";\n";
+  body += "  " + Renderer::write("out0", "i", value, k.root->dtype) + "\n";
   return r.per_item_kernel(n, device, outputs, body);
 }
 
@@ -401,8 +466,11 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   const bool arg = op == Op::argmax || op == Op::argmin;
   const bool extreme = arg || op == Op::min || op == Op::max;
   const bool maximum = op == Op::max || op == Op::argmax;
-  const DType producer = k.body.empty() ? k.inputs[0].node->dtype : k.body.back()->dtype;
-  const DType value_type = arg ? producer : root.dtype;
+  // 16-bit floats are reduced as the floats they are, and a 16-bit result rounded when written.
+  const DType producer =
+      arithmetic_type(k.body.empty() ? k.inputs[0].node->dtype : k.body.back()->dtype);
+  const DType value_type = arithmetic_type(arg ? producer : root.dtype);
+  const DType out_type = arithmetic_type(root.dtype);
   // Float sums and products accumulate in double, as semantics/reduction.hpp does, where the
   // device has double; integers wrap in their own type.
   const DType acc_type =
@@ -472,17 +540,16 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   std::string result;
   if (arg) {
     result = "ats[0]";
-    body += "    out0[g] = " + cast(result, DType::i64, root.dtype, d) + ";\n";
+    result = cast(result, DType::i64, out_type, d);
   } else if (extreme) {
-    body += "    out0[g] = " + cast("bests[0]", value_type, root.dtype, d) + ";\n";
+    result = cast("bests[0]", value_type, out_type, d);
   } else {
     std::string total = "accs[0]";
     if (op == Op::mean && is_float(acc_type))
       total = "(accs[0] / (" + A + ")" + number(reduced) + ")";
-    body +=
-        "    out0[g] = " + cast(cast(total, acc_type, value_type, d), value_type, root.dtype, d) +
-        ";\n";
+    result = cast(cast(total, acc_type, value_type, d), value_type, out_type, d);
   }
+  body += "    " + Renderer::write("out0", "g", result, root.dtype) + "\n";
   body += "  }\n";
   out.local_size = static_cast<std::size_t>(group);
   out.global_size = static_cast<std::size_t>(outer * inner) * out.local_size;
@@ -963,6 +1030,13 @@ RenderedKernel argsort(const Kernel& k, const GraphStructure& structure, const D
 bool can_render(const Kernel& k) {
   for (const Node* n : k.body)
     if (n->info().kind == OpKind::custom) return false;
+  // 16-bit floats: elementwise kernels, copies through views and reductions.
+  bool narrow = touches_narrow_floats(*k.root);
+  for (const Node* n : k.body) narrow = narrow || touches_narrow_floats(*n);
+  for (const KernelInput& in : k.inputs) narrow = narrow || is_narrow_float(in.node->dtype);
+  if (narrow && k.kind != Kernel::Kind::elementwise && k.kind != Kernel::Kind::materialize &&
+      k.kind != Kernel::Kind::reduce)
+    return false;
   switch (k.kind) {
     case Kernel::Kind::elementwise:
     case Kernel::Kind::materialize:

@@ -51,6 +51,7 @@ class OpenClBackend final : public Backend {
     // A chain of thousands of ops would be one kernel whose compilation takes longer than the
     // memory traffic of cutting it saves.
     p.max_ops = 256;
+    p.narrow_floats = true;  // elementwise kernels and reductions (can_render)
     return p;
   }
 
@@ -67,8 +68,8 @@ class OpenClBackend final : public Backend {
 
   KernelOutcome run(const KernelRun& r) override {
     const Kernel& k = r.kernel;
-    if (k.kind == Kernel::Kind::matmul && library_matmul(r)) return KernelOutcome::ran;
     if (!can_render(k)) return KernelOutcome::unsupported;
+    if (k.kind == Kernel::Kind::matmul && library_matmul(r)) return KernelOutcome::ran;
     const Prepared& p = prepare(r);
     const RenderedKernel& rk = p.rendered;
     cl_uint arg = 0;
