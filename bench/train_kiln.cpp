@@ -36,6 +36,7 @@ void train_kiln(const TrainSpec& spec, int threads, SideResult& result) {
   result.peak_reset = reset_peak_rss();
   nn::Sequential model = make_model();
   nn::Adam optimizer(model.parameters(), {.lr = 1e-3});
+  if (spec.dtype == kiln::DType::f16) optimizer.set_loss_scaling({});
   model.train();
 
   // The batch gathers are BatchIterator::next's: lazy index_selects from the data set.

@@ -69,7 +69,8 @@ void usage(std::ostream& os) {
         "  --backend NAME    the executor to train on: cpu, opencl or reference (default: cpu,\n"
         "                    or KILN_EXECUTOR)\n"
         "  --dtype T         f32 (default), or bf16 / f16: mixed precision (kiln::nn::Autocast),\n"
-        "                    activations and products in T, parameters and loss in f32\n";
+        "                    activations and products in T, parameters and loss in f32\n"
+        "                    (f16 with dynamic loss scaling)\n";
 }
 
 Options parse(int argc, char** argv) {
@@ -247,6 +248,8 @@ int main(int argc, char** argv) {
     nn::Sequential model = make_model(o.small);
     std::printf("%s model:\n%s", o.small ? "small" : "full", model.summary().c_str());
     nn::Adam optimizer(model.parameters(), {.lr = o.lr});
+    // f16's gradients underflow without it; bf16 has f32's range.
+    if (o.dtype == kiln::DType::f16) optimizer.set_loss_scaling({});
     std::printf("Adam (lr %g, times %g after each epoch), batch size %lld, %d epoch%s, "
                 "%d thread%s, seed %llu, layers in %s\n",
                 o.lr, o.lr_decay, static_cast<long long>(o.batch_size), o.epochs,
@@ -305,6 +308,9 @@ int main(int argc, char** argv) {
           std::chrono::duration<double>(Clock::now() - eval_start).count();
       results.push_back({epoch, loss_sum / images, test_loss, test_accuracy, seconds,
                          images / seconds});
+      if (optimizer.loss_scale() > 0)
+        std::printf("loss scale %g, %lld steps skipped so far\n", optimizer.loss_scale(),
+                    static_cast<long long>(optimizer.skipped_steps()));
       std::printf("epoch %d/%d: train loss %.4f, test loss %.4f, test accuracy %.4f "
                   "(%.1f s training, %.0f img/s, %.3f s of it waiting for data; %.1f s "
                   "testing)\n",

@@ -749,6 +749,19 @@ struct GradientClipping {
   double max_value = 0.0;
 };
 
+/// Dynamic loss scaling (PyTorch's GradScaler) for f16 mixed precision, whose gradients would
+/// underflow f16's range: step(loss) differentiates loss * scale and divides the gradients by the
+/// scale before the update. A step whose gradients are not all finite is skipped (parameters,
+/// state and step count unchanged) and the scale multiplied by `backoff`; after `interval` steps
+/// in a row without one, the scale is multiplied by `growth`. The gradients are evaluated (and
+/// checked on the host) before the updates: two passes instead of one. initial_scale 0: off.
+struct LossScaling {
+  double initial_scale = 65536.0;
+  double growth = 2.0;
+  double backoff = 0.5;
+  std::int64_t interval = 2000;
+};
+
 /// ---- optimisers -----------------------------------------------------------------------------------
 /// An optimiser holds handles to parameter slots and replaces their values on each step. Both
 /// forms of step() evaluate the new parameters and the new optimiser state together, in one
@@ -796,6 +809,14 @@ class Optimizer {
   /// Clipping of the gradients of the following steps (negative or NaN bounds: invalid_select).
   void set_gradient_clipping(GradientClipping clipping);
   const GradientClipping& gradient_clipping() const { return clipping_; }
+  /// Loss scaling of the following step(loss) calls (a scale, growth or backoff that is not
+  /// positive and finite, a backoff of 1 or more, or an interval below 1: invalid_select;
+  /// initial_scale 0 turns it off).
+  void set_loss_scaling(LossScaling scaling);
+  /// The scale the next step(loss) uses (0 when loss scaling is off).
+  double loss_scale() const { return scale_; }
+  /// Steps skipped since the optimiser was made because their gradients were not finite.
+  std::int64_t skipped_steps() const { return skipped_; }
 
   /// Everything later steps depend on besides the parameters, as named tensors (for checkpoints):
   /// "steps" and the optimiser's counters (i64 scalars, e.g. Adam's "t"), "lr" (f64 scalar), and
@@ -831,10 +852,15 @@ class Optimizer {
 
  private:
   void apply(const std::vector<Tensor>& grads, const Tensor& loss);
+  bool gradients_finite(const std::vector<Tensor>& grads, const Tensor& loss) const;
 
   std::vector<Parameter> parameters_;
   std::int64_t steps_ = 0;
   GradientClipping clipping_;
+  LossScaling scaling_{.initial_scale = 0};
+  double scale_ = 0;                // the current loss scale (0: off)
+  std::int64_t good_steps_ = 0;     // finite steps in a row since the scale last changed
+  std::int64_t skipped_ = 0;
   /// The groups added after the first parameters, each from its first parameter to the next's.
   struct GroupSettings {
     std::size_t first;

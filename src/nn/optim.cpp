@@ -128,15 +128,67 @@ void Optimizer::step(const Tensor& loss) {
     values.push_back(parameters_[i].value());
     trained.push_back(i);
   }
-  std::vector<Tensor> computed = values.empty() ? std::vector<Tensor>{} : gradients(loss, values);
+  const bool scaled = scale_ > 0 && !values.empty();
+  // The scale is a tensor (not a literal), so the graph of every step has the same structure.
+  const Tensor scale = scaled ? full({}, scale_, loss.dtype()) : Tensor();
+  Tensor objective = loss;
+  if (scaled) {
+    GradientContext context;  // the product is part of what is differentiated
+    objective = loss * scale;
+  }
+  std::vector<Tensor> computed =
+      values.empty() ? std::vector<Tensor>{} : gradients(objective, values);
   values.clear();  // only the parameters hold their values now, so updates can be in place
   std::vector<Tensor> grads(parameters_.size());
   for (std::size_t k = 0; k < trained.size(); ++k) {
     const std::size_t i = trained[k];
+    if (scaled) computed[k] = computed[k] / full({}, scale_, computed[k].dtype());
     const Tensor old = parameters_[i].grad();
     grads[i] = old.defined() ? computed[k] + old : std::move(computed[k]);
   }
+  if (scaled && !gradients_finite(grads, loss)) {
+    // Skipped: nothing changes but the scale; the gradients are given up as after a step.
+    zero_grad();
+    ++skipped_;
+    good_steps_ = 0;
+    scale_ *= scaling_.backoff;
+    return;
+  }
   apply(grads, loss);
+  if (scaled && ++good_steps_ >= scaling_.interval) {
+    good_steps_ = 0;
+    scale_ *= scaling_.growth;
+  }
+}
+
+// Evaluates the gradients (and the loss) and whether every one of their values is finite: a
+// product with 0 is 0 for finite values and NaN for infinities and NaN.
+bool Optimizer::gradients_finite(const std::vector<Tensor>& grads, const Tensor& loss) const {
+  std::vector<Tensor> targets{loss};
+  Tensor check;
+  for (const Tensor& g : grads) {
+    if (!g.defined()) continue;
+    targets.push_back(g);
+    const Tensor zero = sum(convert(g, DType::f32) * 0.0f);
+    check = check.defined() ? check + zero : zero;
+  }
+  if (!check.defined()) return true;
+  targets.push_back(check);
+  eval_all(targets);
+  return check.item<double>() == 0.0;
+}
+
+void Optimizer::set_loss_scaling(LossScaling scaling) {
+  const auto positive = [](double v) { return v > 0 && std::isfinite(v); };
+  if (scaling.initial_scale != 0 &&
+      (!positive(scaling.initial_scale) || !positive(scaling.growth) ||
+       !positive(scaling.backoff) || scaling.backoff >= 1 || scaling.interval < 1))
+    throw Error(ErrorCode::invalid_select,
+                "nn::Optimizer::set_loss_scaling: the scale, growth and backoff must be positive "
+                "and finite, backoff below 1 and the interval at least 1");
+  scaling_ = scaling;
+  scale_ = scaling.initial_scale;
+  good_steps_ = 0;
 }
 
 ClippedGradients clip_grad_norm(const std::vector<Tensor>& gradients, double max_norm) {
