@@ -227,6 +227,10 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
     expect_tensor(l, DType::f64, {2}, {11 + std::log(s), 23 + std::log(s)});
   });
   ROW(x.to(kiln::DType::f32), EXPECT_EQ(x.to(kiln::DType::f32).dtype(), DType::f32););
+  ROW(x.to(kiln::DType::bf16), {
+    // 0..23 are exact in bf16 (8 significant bits).
+    expect_tensor(x.to(kiln::DType::bf16), DType::bf16, {2, 3, 4}, iota(24));
+  });
   ROW(x.place_on(*kiln::cpu_executor()), {
     EXPECT_TRUE(x.place_on(*kiln::cpu_executor()).is_on(*kiln::cpu_executor()));
   });
