@@ -225,6 +225,24 @@ TEST(HalfPrecision, RawValuesComeAndGoAsHalfAndBFloat16) {
             static_cast<double>(static_cast<float>(kiln::Half(1.5f - 0.1f + 65504.0f))));
 }
 
+TEST(HalfPrecision, SafetensorsKeepsThe16BitTypesAsTheyAre) {
+  kiln_test::TempFile f("narrow.safetensors");
+  const Tensor values = Tensor::from(random_floats(10, 8), {2, 5});
+  const Tensor h = kiln::convert(values, DType::f16), b = kiln::convert(values, DType::bf16);
+  kiln::save_safetensors(f.path, {{"h", h}, {"b", b}});
+  const kiln::Safetensors st = kiln::load_safetensors(f.path);
+  EXPECT_EQ(st.at("h").dtype(), DType::f16);
+  EXPECT_EQ(st.at("b").dtype(), DType::bf16);
+  const std::vector<kiln::Half> hb = st.at("h").to_vector<kiln::Half>();
+  const std::vector<kiln::Half> hw = h.to_vector<kiln::Half>();
+  const std::vector<kiln::BFloat16> bb = st.at("b").to_vector<kiln::BFloat16>();
+  const std::vector<kiln::BFloat16> bw = b.to_vector<kiln::BFloat16>();
+  for (std::size_t i = 0; i < hw.size(); ++i) {
+    EXPECT_EQ(hb[i].bits, hw[i].bits) << i;
+    EXPECT_EQ(bb[i].bits, bw[i].bits) << i;
+  }
+}
+
 TEST(HalfPrecision, AGraphOfA16BitTypeReachingTheCApiIsWrongType) {
   for (DType t : kNarrow) {
     try {

@@ -124,10 +124,10 @@ TEST(Safetensors, NarrowerDtypesAreWidenedExactly) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<Case> cases = {
       // 1, -2, 65504 (largest), 2^-14 (smallest normal), 2^-24 (smallest subnormal), -0, inf, NaN
-      {"F16", 2, {0x3C00, 0xC000, 0x7BFF, 0x0400, 0x0001, 0x8000, 0x7C00, 0xFE01}, DType::f32,
+      {"F16", 2, {0x3C00, 0xC000, 0x7BFF, 0x0400, 0x0001, 0x8000, 0x7C00, 0xFE01}, DType::f16,
        {1, -2, 65504, 0x1p-14, 0x1p-24, -0.0, inf, -nan}},
       // 1, -2.5, 1 + 2^-7, the largest finite (3.3895e38), 2^-133 (subnormal), -inf, NaN
-      {"BF16", 2, {0x3F80, 0xC020, 0x3F81, 0x7F7F, 0x0001, 0xFF80, 0x7FC1}, DType::f32,
+      {"BF16", 2, {0x3F80, 0xC020, 0x3F81, 0x7F7F, 0x0001, 0xFF80, 0x7FC1}, DType::bf16,
        {1, -2.5, 1 + 0x1p-7, 0x1.FEp127, 0x1p-133, -inf, nan}},
       // 1, 57344 (largest), 2^-16 (smallest subnormal), -inf, NaN
       {"F8_E5M2", 1, {0x3C, 0x7B, 0x01, 0xFC, 0x7E}, DType::f32, {1, 57344, 0x1p-16, -inf, nan}},
@@ -313,7 +313,8 @@ TEST(Safetensors, TensorsSavedInHalfPrecisionLoadRounded) {
       want.push_back(floats == kiln::StoredFloats::f16
                          ? kiln::detail::f16_to_f32(kiln::detail::f16_nearest(x))
                          : kiln::detail::bf16_to_f32(kiln::detail::bf16_nearest(x)));
-    EXPECT_EQ(st.at("w").dtype(), DType::f32);
+    EXPECT_EQ(st.at("w").dtype(),
+              floats == kiln::StoredFloats::f16 ? DType::f16 : DType::bf16);
     EXPECT_EQ(st.at("w").to_vector<double>(), want);
     EXPECT_EQ(st.at("ids").to_vector<std::int32_t>(), (std::vector<std::int32_t>{7, -7}));
     EXPECT_EQ(std::filesystem::file_size(f.path) % 2, 0u);

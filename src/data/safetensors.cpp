@@ -31,7 +31,7 @@ constexpr std::size_t kMaxRank = 64;
 // How a stored dtype becomes one of kiln's: as it is, or widened, which loses nothing (each value
 // of the narrower type is exactly a value of the wider one; U64 checks each value fits in i64).
 enum class Widen : std::uint8_t {
-  none, f16, bf16, f8_e5m2, f8_e4m3, boolean, i8, u8, i16, u16, u32, u64
+  none, f8_e5m2, f8_e4m3, boolean, i8, u8, i16, u16, u32, u64
 };
 
 struct FormatType {
@@ -45,7 +45,7 @@ struct FormatType {
 constexpr FormatType kTypes[] = {
     {"F32", 4, DType::f32, Widen::none},        {"F64", 8, DType::f64, Widen::none},
     {"I32", 4, DType::i32, Widen::none},        {"I64", 8, DType::i64, Widen::none},
-    {"F16", 2, DType::f32, Widen::f16},         {"BF16", 2, DType::f32, Widen::bf16},
+    {"F16", 2, DType::f16, Widen::none},        {"BF16", 2, DType::bf16, Widen::none},
     {"F8_E5M2", 1, DType::f32, Widen::f8_e5m2}, {"F8_E4M3", 1, DType::f32, Widen::f8_e4m3},
     {"I8", 1, DType::i32, Widen::i8},           {"U8", 1, DType::i32, Widen::u8},
     {"BOOL", 1, DType::i32, Widen::boolean},         {"I16", 2, DType::i32, Widen::i16},
@@ -76,12 +76,6 @@ Tensor widened(std::span<const std::byte> bytes, const FormatType& t, const Shap
   };
   switch (t.widen) {
     case Widen::none: break;
-    case Widen::f16:
-      return widen_all.operator()<float>(
-          [&](std::size_t i) { return detail::f16_to_f32(stored_at<std::uint16_t>(bytes, i)); });
-    case Widen::bf16:
-      return widen_all.operator()<float>(
-          [&](std::size_t i) { return detail::bf16_to_f32(stored_at<std::uint16_t>(bytes, i)); });
     case Widen::f8_e5m2:
       return widen_all.operator()<float>(
           [&](std::size_t i) { return detail::f8_e5m2_to_f32(stored_at<std::uint8_t>(bytes, i)); });
@@ -126,7 +120,8 @@ const char* format_name(DType dtype) {
     case DType::f64: return "F64";
     case DType::i32: return "I32";
     case DType::i64: return "I64";
-    default: break;
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
   }
   throw Error(ErrorCode::wrong_type,
               "save_safetensors: no safetensors dtype for " + std::string(dtype_name(dtype)));

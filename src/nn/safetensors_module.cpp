@@ -43,11 +43,14 @@ std::vector<Tensor> matched_state(const Module& module,
                                    describe(t.dtype(), t.shape()) + " in the file, the model's '" +
                                    name + "' is " + describe(v.dtype(), v.shape());
     if (t.shape() != v.shape()) mismatch(ErrorCode::incompatible_shapes, difference);
-    if (t.dtype() != v.dtype()) mismatch(ErrorCode::wrong_type, difference);
+    // 16-bit floats (a checkpoint saved in bf16 or f16) widen exactly into f32 and f64 tensors.
+    const bool widens =
+        is_narrow_float(t.dtype()) && is_float(v.dtype()) && !is_narrow_float(v.dtype());
+    if (t.dtype() != v.dtype() && !widens) mismatch(ErrorCode::wrong_type, difference);
     if (!used.insert(file_name).second)
       mismatch(ErrorCode::incompatible_shapes,
                "two of the model's tensors map to the file's '" + file_name + "'");
-    values.push_back(t);
+    values.push_back(widens ? convert(t, v.dtype()) : t);
   }
   if (strict)
     for (const auto& [name, t] : tensors)
