@@ -145,9 +145,14 @@ void print_group(const Group& g, bool full_epoch, std::vector<std::string>& fail
     bench::print_train_row(std::cout, {"libtorch", label + (i == best ? " (best)" : ""),
                                        g.threads, &outcome, full_epoch, kiln_s});
   }
-  if (g.torch.empty())
-    bench::print_train_row(std::cout, {"libtorch", "not built in", g.threads, nullptr,
-                                       full_epoch, kiln_s});
+  if (g.torch.empty()) {
+#ifdef KILN_BENCH_HAVE_TORCH
+    const char* why = "no f16 CPU autocast";
+#else
+    const char* why = "not built in";
+#endif
+    bench::print_train_row(std::cout, {"libtorch", why, g.threads, nullptr, full_epoch, kiln_s});
+  }
 }
 
 void print_summary(const Group& g) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "exec/cpu/bf16_gemm.hpp"
 #include "exec/cpu/source.hpp"
 #include "exec/cpu/parallel.hpp"
 #include "exec/matrix_layout.hpp"
@@ -75,6 +76,27 @@ bool spread_products(std::int64_t batches, std::int64_t product, bool f32) {
          batches * product >= kSpreadTotal && (batches % threads == 0 || batches >= 4 * threads);
 }
 
+// A bf16 product with oneDNN's bf16 matmul; false (nothing written) where it has none.
+bool bf16_matmul(const Node& root, const KernelInput& a_in, const KernelInput& b_in, Buffer& out) {
+  const Shape& sa = root.inputs[0]->shape;
+  const Shape& sb = root.inputs[1]->shape;
+  const std::size_t rank = root.shape.size();
+  const std::int64_t m = sa[rank - 2], k = sa[rank - 1], n = sb[rank - 1];
+  if (m == 0 || n == 0 || k == 0) return false;  // (the f32 path fills k == 0 with zeros)
+  const Matrices a = describe_operand(a_in, sa, DType::bf16);
+  const Matrices b = describe_operand(b_in, sb, DType::bf16);
+  const Shape batch(root.shape.begin(), root.shape.end() - 2);
+  const std::int64_t batches = shape_numel(batch);
+  auto* c = out.as<std::uint16_t>();
+  for (std::int64_t bt = 0; bt < batches; ++bt) {
+    const std::int64_t oa = batch_offset(a, batch, bt), ob = batch_offset(b, batch, bt);
+    if (!bf16_gemm(a.transposed, b.transposed, m, n, k, a.buffer->as<std::uint16_t>() + oa, a.ld,
+                   b.buffer->as<std::uint16_t>() + ob, b.ld, c + bt * m * n))
+      return false;  // only the first product can fail: the primitive is made then
+  }
+  return true;
+}
+
 }  // namespace
 
 // The product of f32 or f64 operands (`type`) into `out`, of that type.
@@ -84,7 +106,10 @@ bool matmul_of_float_type(const Node& root, const KernelInput& a_in, const Kerne
 bool matmul_with_library(const Node& root, const KernelInput& a_in, const KernelInput& b_in,
                          Buffer& out) {
   if (!is_float(root.dtype)) return false;
-  // 16-bit floats: the operands widened to f32 (where they are read), the product of f32.
+  if (root.dtype == DType::bf16 && root.inputs[0]->dtype == DType::bf16 &&
+      root.inputs[1]->dtype == DType::bf16 && bf16_matmul(root, a_in, b_in, out))
+    return true;
+  // Other 16-bit floats: the operands widened to f32 (where they are read), the product of f32.
   return computed_as_f32(root, out, [&](Buffer& values) {
     return matmul_of_float_type(root, a_in, b_in, values, arithmetic_type(root.dtype));
   });

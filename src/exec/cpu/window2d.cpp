@@ -31,8 +31,8 @@ dnnl::engine& engine() {
   return e;
 }
 
-memory::desc plain(const Shape& s, memory::format_tag tag) {
-  return memory::desc(memory::dims(s.begin(), s.end()), memory::data_type::f32, tag);
+memory::desc plain(const Shape& s, memory::format_tag tag, memory::data_type type) {
+  return memory::desc(memory::dims(s.begin(), s.end()), type, tag);
 }
 
 // Primitives are created once per geometry and reused: a training loop repeats the same shapes.
@@ -45,18 +45,21 @@ struct ConvPrimitives {
   dnnl::primitive forward, backward_data, backward_weights;
 };
 
-const ConvPrimitives& conv_primitives(const Window2d& g) {
+// Of f32 or bf16 tensors (`type`); for bf16, oneDNN accumulates in f32 and rounds each result to
+// nearest even, with AVX-512 BF16's dot products where the CPU has them.
+const ConvPrimitives& conv_primitives(const Window2d& g, memory::data_type type) {
   static std::mutex mutex;
   static std::map<std::vector<std::int64_t>, ConvPrimitives> cache;
   // oneDNN splits the work among the threads it has when a primitive is created, so the thread
   // count is part of the key: a primitive made for 1 thread would keep using 1.
-  const std::vector<std::int64_t> key{g.n,  g.c,  g.h,  g.w,  g.o,  g.oh, g.ow, g.kh,
-                                      g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, omp_get_max_threads()};
+  const std::vector<std::int64_t> key{g.n,  g.c,  g.h,  g.w,  g.o,  g.oh,
+                                      g.ow, g.kh, g.kw, g.sh, g.sw, g.ph,
+                                      g.pw, g.dh, g.dw, omp_get_max_threads(),
+                                      static_cast<std::int64_t>(type)};
   std::lock_guard lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  auto any = [](const Shape& s) {
-    return memory::desc(memory::dims(s.begin(), s.end()), memory::data_type::f32,
-                        memory::format_tag::any);
+  auto any = [type](const Shape& s) {
+    return memory::desc(memory::dims(s.begin(), s.end()), type, memory::format_tag::any);
   };
   const auto src = any({g.n, g.c, g.h, g.w});
   const auto wei = any({g.o, g.c, g.kh, g.kw});
@@ -135,30 +138,40 @@ void convert_channel_blocks(const float* from, float* to, const memory::dims& di
 // User data in a plain layout, seen in the layout a primitive wants (converted when they differ:
 // by kiln's transposes for channel blocks, else by a oneDNN reorder).
 memory as_layout(dnnl::stream& stream, const memory::desc& want, const memory::desc& plain_desc,
-                 const float* data, std::vector<std::shared_ptr<Buffer>>& keep) {
-  memory user(plain_desc, engine(), const_cast<float*>(data));
+                 const void* data, std::vector<std::shared_ptr<Buffer>>& keep) {
+  memory user(plain_desc, engine(), const_cast<void*>(data));
   if (want == plain_desc) return user;
   memory converted = scratch(want, keep);
   if (const std::int64_t block = channel_block(want, plain_desc.dims()))
-    convert_channel_blocks(data, static_cast<float*>(converted.get_data_handle()),
-                           plain_desc.dims(), block, true);
+    convert_channel_blocks(static_cast<const float*>(data),
+                           static_cast<float*>(converted.get_data_handle()), plain_desc.dims(),
+                           block, true);
   else
     dnnl::reorder(user, converted).execute(stream, user, converted);
   return converted;
 }
 
-bool run_conv_f32(const Kernel& k, Buffer& out);
+template <class T> bool run_conv_of(const Kernel& k, Buffer& out);
 
 bool run_conv(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;
-  // f32, or 16-bit floats read as f32 (Contiguous widens them) and rounded at the end.
+  // f32; bf16 with oneDNN's bf16 primitives where it has them for this CPU; else 16-bit floats
+  // read as f32 (Contiguous widens them) and the result rounded.
   if (arithmetic_type(n.dtype) != DType::f32) return false;
-  for (const KernelInput& in : k.inputs)
+  bool all_bf16 = n.dtype == DType::bf16;
+  for (const KernelInput& in : k.inputs) {
     if (arithmetic_type(in.node->dtype) != DType::f32) return false;
-  return computed_as_f32(n, out, [&](Buffer& values) { return run_conv_f32(k, values); });
+    all_bf16 = all_bf16 && in.node->dtype == DType::bf16;
+  }
+  if (all_bf16 && run_conv_of<BFloat16>(k, out)) return true;
+  return computed_as_f32(n, out, [&](Buffer& values) { return run_conv_of<float>(k, values); });
 }
 
-bool run_conv_f32(const Kernel& k, Buffer& out) {
+// The convolution of values of type T (float, or BFloat16 where oneDNN has bf16 primitives);
+// false, with `out` untouched, where oneDNN has no primitive for it.
+template <class T> bool run_conv_of(const Kernel& k, Buffer& out) {
+  constexpr memory::data_type type =
+      std::is_same_v<T, float> ? memory::data_type::f32 : memory::data_type::bf16;
   const Node& n = *k.root;
   const Window2d g = window2d_of(n);
   // oneDNN has no primitive for empty tensors: the reference kernel gives their (empty or zero)
@@ -170,15 +183,15 @@ bool run_conv_f32(const Kernel& k, Buffer& out) {
     return false;
   const ConvPrimitives* primitives = nullptr;
   try {
-    primitives = &conv_primitives(g);
+    primitives = &conv_primitives(g, type);
   } catch (const dnnl::error&) {
     return false;  // a geometry oneDNN has no primitive for: the reference kernel computes it
   }
   const ConvPrimitives& p = *primitives;
-  const Contiguous<float> a(k.inputs[0]), b(k.inputs[1]);
-  const auto src = plain({g.n, g.c, g.h, g.w}, memory::format_tag::nchw);
-  const auto wei = plain({g.o, g.c, g.kh, g.kw}, memory::format_tag::oihw);
-  const auto dst = plain({g.n, g.o, g.oh, g.ow}, memory::format_tag::nchw);
+  const Contiguous<T> a(k.inputs[0]), b(k.inputs[1]);
+  const auto src = plain({g.n, g.c, g.h, g.w}, memory::format_tag::nchw, type);
+  const auto wei = plain({g.o, g.c, g.kh, g.kw}, memory::format_tag::oihw, type);
+  const auto dst = plain({g.n, g.o, g.oh, g.ow}, memory::format_tag::nchw, type);
   dnnl::stream stream(engine());
   std::vector<std::shared_ptr<Buffer>> keep;
   // Computes into the primitive's preferred layout, then reorders into `out` if needed.
