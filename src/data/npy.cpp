@@ -165,7 +165,8 @@ Stored stored_of(const std::string& descr, const std::string& source) {
   const bool swap = order == '>' && size > 1;
   switch (kind) {
     case 'f':
-      if (size == 2 || size == 4) return {kind, size, swap, DType::f32};
+      if (size == 2) return {kind, size, swap, DType::f16};
+      if (size == 4) return {kind, size, swap, DType::f32};
       if (size == 8) return {kind, size, swap, DType::f64};
       break;
     case 'i':
@@ -216,10 +217,12 @@ const char* descr_of(DType dtype) {
     case DType::f64: return "<f8";
     case DType::i32: return "<i4";
     case DType::i64: return "<i8";
-    default: break;
+    case DType::f16: return "<f2";
+    case DType::bf16: break;
   }
-  throw Error(ErrorCode::wrong_type,
-              "save_npy: no npy dtype for " + std::string(dtype_name(dtype)));
+  throw Error(ErrorCode::wrong_type, "save_npy: NumPy has no dtype for " +
+                                         std::string(dtype_name(dtype)) +
+                                         " (convert the tensor to f32 first)");
 }
 
 }  // namespace
@@ -267,6 +270,7 @@ Tensor parse_npy(std::span<const std::byte> bytes, const std::string& source) {
     t = Tensor::from(values, stored_shape);
   };
   switch (stored.dtype) {
+    case DType::f16: fill.operator()<Half>(); break;
     case DType::f32: fill.operator()<float>(); break;
     case DType::f64: fill.operator()<double>(); break;
     case DType::i32: fill.operator()<std::int32_t>(); break;
