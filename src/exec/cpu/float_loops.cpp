@@ -1,5 +1,7 @@
 #include "exec/cpu/float_loops.hpp"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -12,8 +14,10 @@ namespace avx512 { const FloatLoops& loops(); }
 namespace {
 const FloatLoops& choose() {
   __builtin_cpu_init();
-  // (Every AVX2 processor has F16C, which both copies use; it is checked all the same.)
-  const bool f16c = __builtin_cpu_supports("f16c");
+  // (Every AVX2 processor has F16C, which both copies use; it is checked all the same, through
+  // CPUID: not every compiler's __builtin_cpu_supports knows it.)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
   const bool has512 =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && f16c;
   const bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
