@@ -25,7 +25,7 @@ std::int64_t addressable(std::int64_t numel, DType dtype) {
 }  // namespace
 
 Buffer::Buffer(DType dtype, std::int64_t numel)
-    : dtype_(dtype), numel_(addressable(numel, dtype)), data_(nullptr, Free{bytes()}) {
+    : dtype_(dtype), numel_(addressable(numel, dtype)), data_(nullptr, Free{bytes(), false, {}}) {
   auto* p = static_cast<std::byte*>(allocate_buffer(bytes()));
   if (p == nullptr)
     throw Error(ErrorCode::out_of_memory,
@@ -41,7 +41,7 @@ Buffer::Buffer(DType dtype, std::int64_t numel, void* external,
       data_(static_cast<std::byte*>(external), Free{bytes(), true, std::move(release)}) {}
 
 Buffer::Buffer(DType dtype, std::int64_t numel, std::shared_ptr<DeviceMemory> on_device)
-    : dtype_(dtype), numel_(addressable(numel, dtype)), data_(nullptr, Free{bytes()}),
+    : dtype_(dtype), numel_(addressable(numel, dtype)), data_(nullptr, Free{bytes(), false, {}}),
       host_valid_(false), has_device_copies_(true), device_copies_{std::move(on_device)} {}
 
 void Buffer::make_host_copy() const {
