@@ -36,15 +36,9 @@ float rounded(double x, DType t) {
   return static_cast<float>(kiln::BFloat16(static_cast<float>(x)));
 }
 
-// Restores the executor found at the start.
-struct ExecutorGuard {
-  std::shared_ptr<kiln::Executor> saved = kiln::current_executor();
-  ~ExecutorGuard() { kiln::set_executor(saved); }
-};
-
 // The values of build() on every executor, which must equal the reference's bit for bit.
 void expect_same_on_every_executor(const std::string& what, const std::function<Tensor()>& build) {
-  ExecutorGuard guard;
+  kiln_test::ExecutorGuard guard;
   const auto all = kiln::executors();
   kiln::set_executor(all.front());
   const Tensor want = build();

@@ -141,16 +141,10 @@ std::string difference(const Result& want, const Result& got) {
   return "";
 }
 
-// Restores the executor found at the start.
-struct ExecutorGuard {
-  std::shared_ptr<kiln::Executor> saved = kiln::current_executor();
-  ~ExecutorGuard() { kiln::set_executor(saved); }
-};
-
 // Builds the graph afresh for each executor (an evaluated node keeps its result) and compares
 // every executor's values with the reference's. Returns the number of comparisons.
 int compare_executors(const std::string& what, const std::function<Tensor()>& build) {
-  ExecutorGuard guard;
+  kiln_test::ExecutorGuard guard;
   const auto all = kiln::executors();
   kiln::set_executor(all.front());
   const Result want = read(build());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "kiln/error.hpp"
@@ -13,6 +14,12 @@
 #include "kiln/types.hpp"
 
 namespace kiln_test {
+
+// Restores, when it goes, the default executor it found (for tests that switch executors).
+struct ExecutorGuard {
+  std::shared_ptr<kiln::Executor> saved = kiln::current_executor();
+  ~ExecutorGuard() { kiln::set_executor(saved); }
+};
 
 inline std::int64_t numel_of(const kiln::Shape& s) {
   std::int64_t n = 1;

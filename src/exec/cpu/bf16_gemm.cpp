@@ -1,23 +1,20 @@
 #include "exec/cpu/bf16_gemm.hpp"
 
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <array>
 #include <map>
 #include <mutex>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+
+#include "exec/cpu/onednn_engine.hpp"
 
 namespace kiln::detail::cpu {
 
 namespace {
 
 using dnnl::memory;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 struct Product {
   memory::desc a, b, c;
@@ -39,7 +36,7 @@ const std::optional<Product>& product(bool ta, bool tb, std::int64_t m, std::int
     const memory::desc a({m, k}, bf16, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
     const memory::desc b({k, n}, bf16, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
     const memory::desc c({m, n}, bf16, memory::dims{n, 1});
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine());
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), onednn_engine());
     p = Product{a, b, c, dnnl::matmul(pd)};
   } catch (const dnnl::error&) {
     p.reset();  // no bf16 implementation here: the caller computes in f32
@@ -54,10 +51,10 @@ bool bf16_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
                std::uint16_t* c) {
   const std::optional<Product>& p = product(ta, tb, m, n, k, lda, ldb);
   if (!p) return false;
-  dnnl::stream stream(engine());
-  memory am(p->a, engine(), const_cast<std::uint16_t*>(a));
-  memory bm(p->b, engine(), const_cast<std::uint16_t*>(b));
-  memory cm(p->c, engine(), c);
+  dnnl::stream stream(onednn_engine());
+  memory am(p->a, onednn_engine(), const_cast<std::uint16_t*>(a));
+  memory bm(p->b, onednn_engine(), const_cast<std::uint16_t*>(b));
+  memory cm(p->c, onednn_engine(), c);
   p->primitive.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   stream.wait();
   return true;

@@ -175,7 +175,7 @@ bool Source::constant() const {
 void Source::fill(std::int64_t n, void* out, DType as) const {
   if (is_narrow_float(buffer_->dtype()) || is_narrow_float(as)) {
     // One value converted, then repeated.
-    std::byte one[8];
+    alignas(8) std::byte one[8];
     convert_values(static_cast<const std::byte*>(buffer_->data()) +
                        layer_->offset * static_cast<std::int64_t>(size_of(buffer_->dtype())),
                    buffer_->dtype(), one, as, 1);
@@ -209,7 +209,7 @@ void Source::read(std::int64_t start, std::int64_t n, void* out, DType as) const
     const DType step = is_narrow_float(from)                          ? from
                        : from == DType::f64 || from == DType::i64 ? DType::f64
                                                                       : DType::f32;
-    std::byte staged[256 * 8];
+    alignas(8) std::byte staged[256 * 8];
     const std::size_t width = size_of(as);
     for (std::int64_t i = 0; i < n; i += 256) {
       const std::int64_t m = std::min<std::int64_t>(256, n - i);

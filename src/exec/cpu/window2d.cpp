@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "exec/cpu/onednn_engine.hpp"
 #include "exec/cpu/source.hpp"
 #include "exec/cpu/float_loops.hpp"
 #include "exec/cpu/parallel.hpp"
@@ -25,11 +26,6 @@ namespace {
 // ---- convolution through oneDNN ---------------------------------------------------------------
 
 using dnnl::memory;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 memory::desc plain(const Shape& s, memory::format_tag tag, memory::data_type type) {
   return memory::desc(memory::dims(s.begin(), s.end()), type, tag);
@@ -73,7 +69,7 @@ const ConvPrimitives& conv_primitives(const Window2d& g, memory::data_type type)
       dnnl::convolution_forward::primitive_desc(
           dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, src, wei, dst,
                                           strides, dilates, pad, pad_r),
-          engine()),
+          onednn_engine()),
       {},
       {},
       {},
@@ -81,10 +77,10 @@ const ConvPrimitives& conv_primitives(const Window2d& g, memory::data_type type)
       {}};
   p.backward_data_pd = dnnl::convolution_backward_data::primitive_desc(
       dnnl::convolution_backward_data::desc(algo, src, wei, dst, strides, dilates, pad, pad_r),
-      engine(), p.forward_pd);
+      onednn_engine(), p.forward_pd);
   p.backward_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
       dnnl::convolution_backward_weights::desc(algo, src, wei, dst, strides, dilates, pad, pad_r),
-      engine(), p.forward_pd);
+      onednn_engine(), p.forward_pd);
   p.forward = dnnl::convolution_forward(p.forward_pd);
   p.backward_data = dnnl::convolution_backward_data(p.backward_data_pd);
   p.backward_weights = dnnl::convolution_backward_weights(p.backward_weights_pd);
@@ -98,7 +94,7 @@ memory scratch(const memory::desc& desc, std::vector<std::shared_ptr<Buffer>>& k
   const auto floats =
       static_cast<std::int64_t>((desc.get_size() + sizeof(float) - 1) / sizeof(float));
   keep.push_back(std::make_shared<Buffer>(DType::f32, std::max<std::int64_t>(1, floats)));
-  return memory(desc, engine(), keep.back()->data());
+  return memory(desc, onednn_engine(), keep.back()->data());
 }
 
 // 16 or 8 when `desc` is `dims` (4-d) with dimension 1 in blocks of that many (oneDNN's nChw16c
@@ -139,7 +135,7 @@ void convert_channel_blocks(const float* from, float* to, const memory::dims& di
 // by kiln's transposes for channel blocks, else by a oneDNN reorder).
 memory as_layout(dnnl::stream& stream, const memory::desc& want, const memory::desc& plain_desc,
                  const void* data, std::vector<std::shared_ptr<Buffer>>& keep) {
-  memory user(plain_desc, engine(), const_cast<void*>(data));
+  memory user(plain_desc, onednn_engine(), const_cast<void*>(data));
   if (want == plain_desc) return user;
   memory converted = scratch(want, keep);
   if (const std::int64_t block = channel_block(want, plain_desc.dims()))
@@ -192,12 +188,12 @@ template <class T> bool run_conv_of(const Kernel& k, Buffer& out) {
   const auto src = plain({g.n, g.c, g.h, g.w}, memory::format_tag::nchw, type);
   const auto wei = plain({g.o, g.c, g.kh, g.kw}, memory::format_tag::oihw, type);
   const auto dst = plain({g.n, g.o, g.oh, g.ow}, memory::format_tag::nchw, type);
-  dnnl::stream stream(engine());
+  dnnl::stream stream(onednn_engine());
   std::vector<std::shared_ptr<Buffer>> keep;
   // Computes into the primitive's preferred layout, then reorders into `out` if needed.
   auto run = [&](const dnnl::primitive& prim, std::unordered_map<int, memory> args, int out_arg,
                  const memory::desc& out_want, const memory::desc& out_plain) {
-    memory user(out_plain, engine(), out.data());
+    memory user(out_plain, onednn_engine(), out.data());
     memory result = out_want == out_plain ? user : scratch(out_want, keep);
     args.insert({out_arg, result});
     prim.execute(stream, args);
