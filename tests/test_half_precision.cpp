@@ -98,6 +98,26 @@ TEST(HalfPrecision, ConvertingRoundsOnceFromF64) {
             (std::vector<double>{2048, INFINITY}));
 }
 
+TEST(HalfPrecision, ValuesMovedIntoA16BitTypeRoundOnceOnEveryExecutor) {
+  // 2^24 + 2^16 + 1 is nearest 2^24 + 2^17 in bf16; through f32 it would be the tie 2^24 + 2^16,
+  // which rounds to 2^24.
+  const std::int32_t big = (1 << 24) + (1 << 16) + 1;
+  const double want = (1 << 24) + (1 << 17);
+  expect_same_on_every_executor("concat of i32 and bf16", [&] {
+    const Tensor i = Tensor::from(std::vector<std::int32_t>{big, 3}, {2});
+    const Tensor r = kiln::concat({i, kiln::zeros({1}, DType::bf16)}, 0);
+    EXPECT_EQ(r.dtype(), DType::bf16);
+    EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{want, 3, 0}));
+    return r;
+  });
+  expect_same_on_every_executor("convert of a transposed i32 view", [&] {
+    const Tensor i = Tensor::from(std::vector<std::int32_t>{big, 1, 2, 3}, {2, 2});
+    const Tensor r = kiln::convert(kiln::transpose(i, 0, 1), DType::bf16);
+    EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{want, 2, 1, 3}));
+    return r;
+  });
+}
+
 TEST(HalfPrecision, PromotionFollowsPyTorch) {
   const Tensor h = kiln::ones({2}, DType::f16), b = kiln::ones({2}, DType::bf16);
   const Tensor i = kiln::ones({2}, DType::i32), f = kiln::ones({2}, DType::f32);

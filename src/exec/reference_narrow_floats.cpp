@@ -1,8 +1,8 @@
 // The reference values of the 16-bit floats (f16, bf16): what every backend's kernels of these
 // types must equal. Their arithmetic is f32's: a node reads its 16-bit inputs as the f32 values
 // they are (exactly), computes the op as the f32 node would, and rounds the result to its type,
-// to nearest, ties to even. A conversion to a 16-bit type is computed in f64 instead, so that an
-// f64 or a large integer is rounded once, not first to f32.
+// to nearest, ties to even. An op that only moves values (a conversion, copy, concat or view) is
+// computed in f64 instead, so that an f64 or a large integer is rounded once, not first to f32.
 //
 // The widened node is a private stand-in made here for one kernel, never part of a graph: the
 // same op, attributes and view, of the wider type, over stand-ins of its 16-bit inputs that hold
@@ -58,7 +58,12 @@ void run_reference_kernel(const Node& n, Buffer& out) {
       is_narrow_float(n.dtype) && (generated || n.info().kind != OpKind::source);
   if (!narrow_out && !reads_narrow_floats(n)) return run_typed_reference_kernel(n, out);
 
-  const DType wide_type = !narrow_out ? n.dtype : n.op == Op::convert ? DType::f64 : DType::f32;
+  // Ops that move values (conversions, copies, joins, views) round each value once, from f64,
+  // which holds every i32 and f64 exactly; arithmetic is f32's.
+  const OpKind kind = n.info().kind;
+  const bool moves_values = n.op == Op::convert || kind == OpKind::copy ||
+                            kind == OpKind::concat || kind == OpKind::view;
+  const DType wide_type = !narrow_out ? n.dtype : moves_values ? DType::f64 : DType::f32;
   std::vector<NodePtr> inputs;
   inputs.reserve(n.inputs.size());
   for (const NodePtr& in : n.inputs) inputs.push_back(widened(in));

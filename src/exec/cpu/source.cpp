@@ -200,15 +200,14 @@ void Source::read(std::int64_t start, std::int64_t n, void* out, DType as) const
   const DType from = buffer_->dtype();
   if (is_narrow_float(from) || is_narrow_float(as)) [[unlikely]] {
     // The 16-bit values are walked as their bits (the fill as the bits of its value), then
-    // converted; a wider source is read as f64 or f32 first and rounded once.
+    // converted; another source is read as f32 (exact for f32) or f64 (exact for i32, and the
+    // value itself for f64) first, and rounded once.
     if (from == as) {
       const std::uint16_t fill = narrow_bits(from, layer_->fill.as<double>());
       return read_typed<std::uint16_t, std::uint16_t>(start, n, static_cast<std::uint16_t*>(out),
                                                       fill);
     }
-    const DType step = is_narrow_float(from)                          ? from
-                       : from == DType::f64 || from == DType::i64 ? DType::f64
-                                                                      : DType::f32;
+    const DType step = is_narrow_float(from) ? from : from == DType::f32 ? DType::f32 : DType::f64;
     alignas(8) std::byte staged[256 * 8];
     const std::size_t width = size_of(as);
     for (std::int64_t i = 0; i < n; i += 256) {
