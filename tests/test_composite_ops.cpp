@@ -330,9 +330,9 @@ TEST(CompositeMath, NanInfFinite) {
   EXPECT_EQ(ints(kiln::isnan(x)), (Vi{0, 1, 0, 0, 0, 0}));
   EXPECT_EQ(ints(kiln::isinf(x)), (Vi{0, 0, 1, 1, 0, 0}));
   EXPECT_EQ(ints(kiln::isfinite(x)), (Vi{1, 0, 0, 0, 1, 1}));
-  EXPECT_EQ(kiln::isnan(x).dtype(), DType::i32);
-  EXPECT_EQ(kiln::isinf(x).dtype(), DType::i32);
-  EXPECT_EQ(kiln::isfinite(x).dtype(), DType::i32);
+  EXPECT_EQ(kiln::isnan(x).dtype(), DType::boolean);
+  EXPECT_EQ(kiln::isinf(x).dtype(), DType::boolean);
+  EXPECT_EQ(kiln::isfinite(x).dtype(), DType::boolean);
   const Tensor xf = f32({kNaN, kInf, 2}, {3});
   EXPECT_EQ(ints(kiln::isinf(xf)), (Vi{0, 1, 0}));
   EXPECT_EQ(ints(kiln::isfinite(xf)), (Vi{0, 0, 1}));
@@ -340,7 +340,7 @@ TEST(CompositeMath, NanInfFinite) {
   EXPECT_EQ(ints(kiln::isnan(n)), (Vi{0, 0}));
   EXPECT_EQ(ints(kiln::isinf(n)), (Vi{0, 0}));
   EXPECT_EQ(ints(kiln::isfinite(n)), (Vi{1, 1}));
-  EXPECT_EQ(kiln::isfinite(n).dtype(), DType::i32);
+  EXPECT_EQ(kiln::isfinite(n).dtype(), DType::boolean);
   EXPECT_EQ(kiln::isinf(kiln::zeros({0})).shape(), (Shape{0}));
 }
 
@@ -366,8 +366,8 @@ TEST(CompositeMath, LogicalOps) {
   EXPECT_EQ(ints(kiln::logical_or(a, b)), (Vi{0, 1, 1, 1}));
   EXPECT_EQ(ints(kiln::logical_xor(a, b)), (Vi{0, 1, 0, 0}));
   EXPECT_EQ(ints(kiln::logical_not(a)), (Vi{1, 0, 0, 0}));
-  EXPECT_EQ(kiln::logical_and(a, b).dtype(), DType::i32);
-  EXPECT_EQ(kiln::logical_not(b).dtype(), DType::i32);
+  EXPECT_EQ(kiln::logical_and(a, b).dtype(), DType::boolean);
+  EXPECT_EQ(kiln::logical_not(b).dtype(), DType::boolean);
   // Broadcasting at the right: [2,1] with [3].
   const Tensor r = kiln::logical_or(i32({0, 1}, {2, 1}), i32({0, 2, 0}, {3}));
   EXPECT_EQ(r.shape(), (Shape{2, 3}));
@@ -381,7 +381,7 @@ TEST(CompositeMath, AnyAll) {
   const Tensor x = f64({0, 0, 1, 0, kNaN, 2}, {2, 3});
   EXPECT_EQ(kiln::any(x).item<int>(), 1);
   EXPECT_EQ(kiln::all(x).item<int>(), 0);
-  EXPECT_EQ(kiln::any(x).dtype(), DType::i32);
+  EXPECT_EQ(kiln::any(x).dtype(), DType::boolean);
   EXPECT_EQ(kiln::any(x).shape(), (Shape{}));
   EXPECT_EQ(ints(kiln::any(x, 0)), (Vi{0, 1, 1}));
   EXPECT_EQ(ints(kiln::all(x, 0)), (Vi{0, 0, 1}));

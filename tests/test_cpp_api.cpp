@@ -134,7 +134,7 @@ TEST(CppOperators, ComparisonsAndLogic) {
   EXPECT_EQ((a >= 3).to_vector<std::int32_t>(), (I32{0, 0, 1, 1}));
   EXPECT_EQ((a == b).to_vector<std::int32_t>(), (I32{0, 1, 0, 1}));
   EXPECT_EQ((2 != a).to_vector<std::int32_t>(), (I32{1, 0, 1, 1}));
-  EXPECT_EQ((a == b).dtype(), DType::i32);
+  EXPECT_EQ((a == b).dtype(), DType::boolean);
   EXPECT_EQ(((a > 1) & (a < 4)).to_vector<std::int32_t>(), (I32{0, 1, 1, 0}));
   EXPECT_EQ(((a < 2) | (a > 3)).to_vector<std::int32_t>(), (I32{1, 0, 0, 1}));
   EXPECT_EQ(((a > 1) ^ (b > 2)).to_vector<std::int32_t>(), (I32{1, 1, 1, 0}));

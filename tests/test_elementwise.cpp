@@ -63,6 +63,12 @@ void expect_i32(const Tensor& t, const std::vector<std::int32_t>& want) {
   EXPECT_EQ(t.to_vector<std::int32_t>(), want);
 }
 
+// A bool result, its values read as i32 0/1.
+void expect_bool(const Tensor& t, const std::vector<std::int32_t>& want) {
+  EXPECT_EQ(t.dtype(), DType::boolean);
+  EXPECT_EQ(t.to_vector<std::int32_t>(), want);
+}
+
 void expect_i64(const Tensor& t, const std::vector<std::int64_t>& want) {
   EXPECT_EQ(t.dtype(), DType::i64);
   EXPECT_EQ(t.to_vector<std::int64_t>(), want);
@@ -201,50 +207,50 @@ TEST(Binary, MinimumMaximumPropagateNaN) {
 TEST(Binary, Comparisons) {
   auto a = f32({1.0f, 2.0f, 3.0f});
   auto b = f32({2.0f, 2.0f, 2.0f});
-  expect_i32(kiln::less(a, b), {1, 0, 0});
-  expect_i32(kiln::greater(a, b), {0, 0, 1});
-  expect_i32(kiln::equal(a, b), {0, 1, 0});
-  expect_i32(kiln::less_equal(a, b), {1, 1, 0});
-  expect_i32(kiln::greater_equal(a, b), {0, 1, 1});
-  expect_i32(kiln::not_equal(a, b), {1, 0, 1});
+  expect_bool(kiln::less(a, b), {1, 0, 0});
+  expect_bool(kiln::greater(a, b), {0, 0, 1});
+  expect_bool(kiln::equal(a, b), {0, 1, 0});
+  expect_bool(kiln::less_equal(a, b), {1, 1, 0});
+  expect_bool(kiln::greater_equal(a, b), {0, 1, 1});
+  expect_bool(kiln::not_equal(a, b), {1, 0, 1});
   auto c = i64({-5, 0, 5});
   auto d = i64({0, 0, 0});
-  expect_i32(kiln::less(c, d), {1, 0, 0});
-  expect_i32(kiln::greater(c, d), {0, 0, 1});
-  expect_i32(kiln::equal(c, d), {0, 1, 0});
-  expect_i32(kiln::less_equal(c, d), {1, 1, 0});
-  expect_i32(kiln::greater_equal(c, d), {0, 1, 1});
-  expect_i32(kiln::not_equal(c, d), {1, 0, 1});
+  expect_bool(kiln::less(c, d), {1, 0, 0});
+  expect_bool(kiln::greater(c, d), {0, 0, 1});
+  expect_bool(kiln::equal(c, d), {0, 1, 0});
+  expect_bool(kiln::less_equal(c, d), {1, 1, 0});
+  expect_bool(kiln::greater_equal(c, d), {0, 1, 1});
+  expect_bool(kiln::not_equal(c, d), {1, 0, 1});
 }
 
 TEST(Binary, ComparisonsInPromotedType) {
   // 1 < 1.5 holds in f64 (it would not after truncating 1.5 to an integer).
-  expect_i32(kiln::less(i32({1, 2}), 1.5), {1, 0});
-  expect_i32(kiln::equal(i32({1, 2}), f64({1.5, 2.0})), {0, 1});
-  expect_i32(kiln::greater(i64({3}), 2.5f), {1});
+  expect_bool(kiln::less(i32({1, 2}), 1.5), {1, 0});
+  expect_bool(kiln::equal(i32({1, 2}), f64({1.5, 2.0})), {0, 1});
+  expect_bool(kiln::greater(i64({3}), 2.5f), {1});
 }
 
 TEST(Binary, ComparisonsWithNaN) {
   auto a = f64({kNaN, kNaN, 1.0});
   auto b = f64({kNaN, 1.0, kNaN});
-  expect_i32(kiln::equal(a, b), {0, 0, 0});
-  expect_i32(kiln::not_equal(a, b), {1, 1, 1});
-  expect_i32(kiln::less(a, b), {0, 0, 0});
-  expect_i32(kiln::greater(a, b), {0, 0, 0});
-  expect_i32(kiln::less_equal(a, b), {0, 0, 0});
-  expect_i32(kiln::greater_equal(a, b), {0, 0, 0});
+  expect_bool(kiln::equal(a, b), {0, 0, 0});
+  expect_bool(kiln::not_equal(a, b), {1, 1, 1});
+  expect_bool(kiln::less(a, b), {0, 0, 0});
+  expect_bool(kiln::greater(a, b), {0, 0, 0});
+  expect_bool(kiln::less_equal(a, b), {0, 0, 0});
+  expect_bool(kiln::greater_equal(a, b), {0, 0, 0});
 }
 
 TEST(Binary, ComparisonScalarForms) {
   auto t = i32({1, 2, 3});
-  expect_i32(kiln::less(t, 2), {1, 0, 0});
-  expect_i32(kiln::less(2, t), {0, 0, 1});
-  expect_i32(kiln::greater(t, 2), {0, 0, 1});
-  expect_i32(kiln::greater(2, t), {1, 0, 0});
-  expect_i32(kiln::equal(2, t), {0, 1, 0});
-  expect_i32(kiln::not_equal(t, 2), {1, 0, 1});
-  expect_i32(kiln::less_equal(t, 2), {1, 1, 0});
-  expect_i32(kiln::greater_equal(2.0, t), {1, 1, 0});
+  expect_bool(kiln::less(t, 2), {1, 0, 0});
+  expect_bool(kiln::less(2, t), {0, 0, 1});
+  expect_bool(kiln::greater(t, 2), {0, 0, 1});
+  expect_bool(kiln::greater(2, t), {1, 0, 0});
+  expect_bool(kiln::equal(2, t), {0, 1, 0});
+  expect_bool(kiln::not_equal(t, 2), {1, 0, 1});
+  expect_bool(kiln::less_equal(t, 2), {1, 1, 0});
+  expect_bool(kiln::greater_equal(2.0, t), {1, 1, 0});
 }
 
 TEST(Binary, Where) {
@@ -396,7 +402,7 @@ TEST(Promotion, ScalarsAreWeak) {
   EXPECT_EQ((tl + 1.0f).dtype(), DType::f32);
   EXPECT_EQ((td + 1.0f).dtype(), DType::f64);
   EXPECT_EQ((td + 1).dtype(), DType::f64);
-  EXPECT_EQ(kiln::less(tf, 2.0).dtype(), DType::i32);
+  EXPECT_EQ(kiln::less(tf, 2.0).dtype(), DType::boolean);
   EXPECT_EQ(kiln::pow(ti, 2.0).dtype(), DType::f32);
   EXPECT_EQ(kiln::maximum(ti, 2.5).dtype(), DType::f32);
   EXPECT_EQ((td * 0.1f).to_vector<double>(), std::vector<double>{3.0 * static_cast<double>(0.1f)});
@@ -412,12 +418,12 @@ TEST(Promotion, ScalarsAreWeak) {
   kiln::set_default_dtype(DType::f32);
 }
 
-TEST(Promotion, ComparisonsAlwaysI32) {
+TEST(Promotion, ComparisonsAlwaysBool) {
   for (auto t : {i32({1}), i64({1}), f32({1.0f}), f64({1.0})}) {
-    EXPECT_EQ(kiln::equal(t, t).dtype(), DType::i32);
-    EXPECT_EQ(kiln::less(t, f64({2.0})).dtype(), DType::i32);
-    EXPECT_EQ(kiln::greater_equal(t, i64({0})).dtype(), DType::i32);
-    EXPECT_EQ(kiln::not_equal(t, 1).dtype(), DType::i32);
+    EXPECT_EQ(kiln::equal(t, t).dtype(), DType::boolean);
+    EXPECT_EQ(kiln::less(t, f64({2.0})).dtype(), DType::boolean);
+    EXPECT_EQ(kiln::greater_equal(t, i64({0})).dtype(), DType::boolean);
+    EXPECT_EQ(kiln::not_equal(t, 1).dtype(), DType::boolean);
   }
 }
 

@@ -101,7 +101,8 @@ Scalar typed(double v, DType t) {
     case DType::f32: return Scalar(static_cast<float>(v));
     case DType::f64: return Scalar(v);
     case DType::f16:
-    case DType::bf16: return Scalar(v).cast(t);
+    case DType::bf16:
+    case DType::boolean: return Scalar(v).cast(t);
   }
   return Scalar(v);
 }
@@ -338,6 +339,11 @@ class GraphGen {
         for (auto& x : v) x = uniform(-6, 6);
         return {Tensor::from(v, shape), true};
       }
+      case DType::boolean: {
+        std::vector<bool> v(n);
+        for (std::size_t i = 0; i < n; ++i) v[i] = chance(0.5);
+        return {Tensor::from(v, shape), true};
+      }
       case DType::f16:
       case DType::bf16: {
         std::vector<float> v(n);
@@ -482,7 +488,8 @@ class GraphGen {
     }
   }
 
-  // Comparisons give i32; compare() gives any type. Their operands must be exact.
+  // Comparisons give bool masks, counted as i32 here; compare() gives any type. Their operands
+  // must be exact.
   std::optional<Expr> comparison(int depth, const Shape& shape, DType dtype) {
     const int d = depth - 1;
     const auto [sa, sb] = broadcast_pair(shape);
@@ -496,14 +503,26 @@ class GraphGen {
           kiln::compare(x, y, which, typed(uniform(-3, 3), dtype), typed(uniform(-3, 3), dtype)),
           true};
     }
-    switch (op) {
-      case 0: return Expr{kiln::less(x, y), true};
-      case 1: return Expr{kiln::greater(x, y), true};
-      case 2: return Expr{kiln::equal(x, y), true};
-      case 3: return Expr{kiln::less_equal(x, y), true};
-      case 4: return Expr{kiln::greater_equal(x, y), true};
-      default: return Expr{kiln::not_equal(x, y), true};
+    // A bool mask, sometimes combined with a second one (bool arithmetic inside the kernel),
+    // then counted as i32.
+    auto compared = [&](const Tensor& p, const Tensor& q, int which) {
+      switch (which) {
+        case 0: return kiln::less(p, q);
+        case 1: return kiln::greater(p, q);
+        case 2: return kiln::equal(p, q);
+        case 3: return kiln::less_equal(p, q);
+        case 4: return kiln::greater_equal(p, q);
+        default: return kiln::not_equal(p, q);
+      }
+    };
+    Tensor mask = compared(x, y, op);
+    switch (uniform(0, 3)) {
+      case 0: mask = mask & compared(x, y, uniform(0, 5)); break;
+      case 1: mask = mask | compared(x, y, uniform(0, 5)); break;
+      case 2: mask = !mask; break;
+      default: break;
     }
+    return Expr{kiln::convert(mask, DType::i32), true};
   }
 
   std::optional<Expr> where(int depth, const Shape& shape, DType dtype, bool exact) {

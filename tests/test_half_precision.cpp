@@ -133,7 +133,7 @@ TEST(HalfPrecision, PromotionFollowsPyTorch) {
   EXPECT_EQ(kiln::sum(h).dtype(), DType::f16);
   EXPECT_EQ(kiln::mean(b).dtype(), DType::bf16);
   EXPECT_EQ(kiln::argmax(b, 0).dtype(), DType::i64);
-  EXPECT_EQ((h < h).dtype(), DType::i32);
+  EXPECT_EQ((h < h).dtype(), DType::boolean);
   EXPECT_EQ(kiln::matmul(kiln::ones({2, 2}, DType::bf16), kiln::ones({2, 2}, DType::bf16)).dtype(),
             DType::bf16);
   EXPECT_EQ(kiln_test::code_of([&] { kiln::set_default_dtype(DType::bf16); }),

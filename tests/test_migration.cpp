@@ -160,7 +160,7 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
   ROW((x > 1) & (x < 5), {
     F64 want(24, 0);
     for (int i : {2, 3, 4}) want[static_cast<std::size_t>(i)] = 1;
-    expect_tensor((x > 1) & (x < 5), DType::i32, {2, 3, 4}, want);
+    expect_tensor((x > 1) & (x < 5), DType::boolean, {2, 3, 4}, want);
   });
   ROW(x * 0.5 + 1, {
     F64 want = iota(24);

@@ -50,7 +50,8 @@ TEST(Npy, FilesNumpyWroteLoadExactly) {
   EXPECT_EQ(u1.to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 128, 255}));
   EXPECT_EQ(fixture("i2_negative").to_vector<std::int32_t>(),
             (std::vector<std::int32_t>{-32768, -1, 32767}));
-  EXPECT_EQ(fixture("b1").to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 0, 1}));
+  EXPECT_EQ(fixture("b1").dtype(), kiln::DType::boolean);
+  EXPECT_EQ(fixture("b1").to_vector<bool>(), (std::vector<bool>{true, false, true}));
   EXPECT_EQ(fixture("f2").dtype(), kiln::DType::f16);
   EXPECT_EQ(fixture("f2").to_vector<float>(), (std::vector<float>{0.5f, -2.f, 65504.f}));
   // Stored column-major: numpy's arange(6).reshape(3, 2) all the same.

@@ -13,7 +13,7 @@
 // signatures of their own and so one case each at the end of this file, run the same way; a row
 // without a case fails RegistryOps.EveryRowHasACase.
 //
-// Tolerance: integers and comparison results bit for bit; floats where both are NaN, or equal
+// Tolerance: integers, bools and comparison results bit for bit; floats where both are NaN, or equal
 // (infinities of the same sign, and zeros), or within rtol * max(|reference|, 1) with rtol 1e-5
 // for f32 and 1e-12 for f64 (SLEEF's functions are within 3.5 ulp of libm's).
 #include <gtest/gtest.h>
@@ -44,8 +44,8 @@ using kiln::detail::OpKind;
 using kiln_test::elementwise_rows;
 using kiln_test::Row;
 
-constexpr DType kAllTypes[] = {DType::i32, DType::i64, DType::f32,
-                               DType::f64, DType::f16, DType::bf16};
+constexpr DType kAllTypes[] = {DType::i32, DType::i64,  DType::f32,    DType::f64,
+                               DType::f16, DType::bf16, DType::boolean};
 
 // ---- inputs ---------------------------------------------------------------------------------
 
@@ -89,6 +89,11 @@ Tensor values_of(DType t, Shape shape, std::int64_t offset = 0) {
     case DType::i64: return make(std::int64_t{});
     case DType::f32: return make(float{});
     case DType::f64: return make(double{});
+    case DType::boolean: {  // false and true in an irregular pattern
+      std::vector<bool> v(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = (i + offset) % 3 != 1;
+      return Tensor::from(v, shape);
+    }
     case DType::f16:
     case DType::bf16: break;
   }
@@ -406,7 +411,7 @@ Tensor smooth_values(DType t, Shape shape, std::uint64_t seed = 3) {
   std::mt19937 rng(static_cast<unsigned>(seed));
   std::uniform_real_distribution<double> d(-2, 2);
   for (auto& x : v) x = d(rng);
-  if (kiln::is_integer(t))
+  if (kiln::is_integer(t) || kiln::is_bool(t))
     for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = double(i % 7) - 3;
   return kiln::convert(Tensor::from(v, shape), t).eval();
 }
@@ -461,7 +466,7 @@ const std::vector<Case>& cases() {
       {"windows", false,
        [](const Tensor& x) { return kiln::sliding_window(x, {1, 2, 2, 3}, {1, 1, 2, 1}); }},
       {"where", false,
-       [](const Tensor& x) { return kiln::where(kiln::greater(x, 0), x, kiln::neg(x)); }},
+       [](const Tensor& x) { return kiln::where(kiln::greater(x, 0), x, kiln::abs(x)); }},
       {"sum", false, [](const Tensor& x) { return kiln::sum(x, {1, 2}); }},
       {"sum", false, [](const Tensor& x) { return kiln::sum(x, {0, 3}); }},
       {"prod", false, [](const Tensor& x) { return kiln::prod(x, {2}); }},
@@ -485,7 +490,7 @@ const std::vector<Case>& cases() {
       {"scatter_add", false,
        [](const Tensor& x) {
          return kiln::scatter_add(x, 1, indices_for({2, 2, 4, 5}, 3),
-                                  flat_part(kiln::neg(x), {2, 2, 4, 5}));
+                                  flat_part(kiln::abs(x), {2, 2, 4, 5}));
        }},
       {"unwindow", false,
        [](const Tensor& x) {

@@ -11,7 +11,7 @@
 namespace kiln {
 
 struct AttentionOptions {
-  /// Broadcast to [..., L, S]. Integer (0/1, as comparisons give): non-zero positions take part,
+  /// Broadcast to [..., L, S]. Bool (as comparisons give) or integer: true (non-zero) positions take part,
   /// the others are left out (PyTorch's boolean mask). Float: added to the scores (-inf leaves a
   /// position out).
   Tensor mask;

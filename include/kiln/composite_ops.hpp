@@ -56,7 +56,7 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
 Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);
 Tensor clip(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 Tensor clip(const Tensor& x, const Tensor& min, const Tensor& max);
-/// i32 0/1. Integer tensors hold no NaN or infinity.
+/// bool. Integer and bool tensors hold no NaN or infinity.
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
 Tensor isfinite(const Tensor& x);
@@ -65,13 +65,13 @@ Tensor isfinite(const Tensor& x);
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
                   std::optional<double> posinf = std::nullopt,
                   std::optional<double> neginf = std::nullopt);
-/// Non-zero (NaN included) is true; results are i32 0/1.
+/// Non-zero (NaN included) is true; results are bool.
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_xor(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& x);
-/// The operators are the logical ops, on any type (kiln has no bitwise ops): on the 0/1 masks that
-/// comparisons give they mean what libtorch's do on bool tensors. && and || are not overloaded,
+/// The operators are the logical ops, on any type (kiln has no bitwise ops): on the bool masks
+/// that comparisons give they mean what libtorch's do. && and || are not overloaded,
 /// as C++ cannot keep their short-circuit meaning for tensors.
 inline Tensor operator&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
 inline Tensor operator|(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
@@ -96,7 +96,7 @@ Tensor norm(const Tensor& x, std::string_view p, std::vector<int> dims = {}, boo
 /// -inf, a +inf gives +inf, and the gradient is the softmax over dims. No dims: every dimension;
 /// write std::vector<int>{} for that, as a bare {} picks the single-axis form of activations.hpp.
 Tensor logsumexp(const Tensor& x, std::vector<int> dims, bool keepdim = false);
-/// i32 0/1: whether any / all elements are non-zero (an empty tensor: any 0, all 1).
+/// bool: whether any / all elements are non-zero (an empty tensor: any false, all true).
 Tensor any(const Tensor& x);
 Tensor all(const Tensor& x);
 Tensor any(const Tensor& x, int dim, bool keepdim = false);

@@ -589,7 +589,7 @@ class Upsample : public Module {
 /// out_proj.weight [E, E], out_proj.bias [E]), so weights move to and from PyTorch. Inputs are
 /// [L, N, E] (sequence first), [N, L, E] with batch_first, or [L, E] unbatched; key and value may
 /// have another length S. Masks as in PyTorch's module: attn_mask [L, S] or [N * heads, L, S],
-/// key_padding_mask [N, S]; for an integer (0/1) mask non-zero means "leave out", a float mask is
+/// key_padding_mask [N, S]; for a bool or integer mask true (non-zero) means "leave out", a float mask is
 /// added to the scores. Dropout acts on the attention weights in training mode.
 struct AttentionMasks {
   Tensor attn_mask;

@@ -89,7 +89,7 @@ Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);  ///< NaN propagates
 Tensor maximum(const Tensor& a, const Tensor& b);  ///< NaN propagates
-/// Comparisons in the promoted type, returning i32 0/1.
+/// Comparisons in the promoted type, returning bool (as libtorch's; the C API's give F_INT32 0/1).
 Tensor less(const Tensor& a, const Tensor& b);
 Tensor greater(const Tensor& a, const Tensor& b);
 Tensor equal(const Tensor& a, const Tensor& b);
@@ -138,7 +138,7 @@ KILN_SCALAR_FORMS(not_equal)
 KILN_SCALAR_FORMS(assign)
 #undef KILN_SCALAR_FORMS
 
-/// Comparison operators build comparison nodes (i32 0/1), as libtorch's do; they do not compare
+/// Comparison operators build comparison nodes (bool), as libtorch's do; they do not compare
 /// handles (see Tensor::same_node for that).
 #define KILN_COMPARISON_OPERATOR(op, fn)                                           \
   inline Tensor operator op(const Tensor& a, const Tensor& b) { return fn(a, b); } \

@@ -37,7 +37,8 @@ Safetensors load_safetensors(const std::string& path);
 Safetensors parse_safetensors(std::span<const std::byte> bytes,
                               const std::string& source = "safetensors data");
 
-/// How save_safetensors stores floating-point tensors (integer tensors are stored as they are).
+/// How save_safetensors stores floating-point tensors (integer and bool tensors are stored as they
+/// are).
 enum class StoredFloats : unsigned char {
   as_they_are,  ///< F32 and F64
   f16,          ///< IEEE half (F16), each value rounded to nearest, ties to even

@@ -52,6 +52,12 @@ class Tensor {
   template <class T> static Tensor from(const std::vector<T>& data) {
     return from(data, Shape{static_cast<std::int64_t>(data.size())});
   }
+  /// std::vector<bool> packs its bits, so it has an overload of its own.
+  static Tensor from(const std::vector<bool>& data, Shape shape);
+  static Tensor from(const std::vector<bool>& data) {
+    return from(data, Shape{static_cast<std::int64_t>(data.size())});
+  }
+  /// Copies raw values of `dtype`; of bool, every non-zero byte is true.
   static Tensor from_bytes(const void* data, DType dtype, Shape shape);
   /// A leaf that reads the caller's memory (shape's product elements of `dtype`, row-major)
   /// without copying it. The values must not change while the tensor or anything computed from it
@@ -91,9 +97,14 @@ class Tensor {
   Tensor detach() const;
   /// The values in row-major order, converted to T. Evaluates if needed.
   template <class T> std::vector<T> to_vector() const {
-    std::vector<T> out(static_cast<std::size_t>(numel()));
-    copy_to(out.data(), dtype_of_v<T>);
-    return out;
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no data() to copy into
+      const std::vector<std::uint8_t> bytes = to_bytes_of_bool();
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> out(static_cast<std::size_t>(numel()));
+      copy_to(out.data(), dtype_of_v<T>);
+      return out;
+    }
   }
   /// Writes numel() values of type `as` to `dst` (no alignment needed). Evaluates if needed.
   void copy_to(void* dst, DType as) const;
@@ -103,6 +114,8 @@ class Tensor {
     return {static_cast<const T*>(data_ptr(dtype_of_v<T>)), static_cast<std::size_t>(numel())};
   }
   const void* data_ptr(DType expected) const;
+  /// The values converted to bool, one byte (0 or 1) each.
+  std::vector<std::uint8_t> to_bytes_of_bool() const;
   /// One element, converted to T; negative indices count from the end.
   template <class T> T at(std::span<const std::int64_t> index) const {
     return element(index).template as<T>();
@@ -149,7 +162,8 @@ class Tensor {
   /// the end; out of range is an invalid_select error).
   Tensor operator[](std::int64_t i) const;
   /// libtorch's x.index({...}): integers, Slice(start, stop, step), All, None (a new dimension of
-  /// size 1), Ellipsis and integer index tensors (index_select along that dimension).
+  /// size 1), Ellipsis, integer index tensors (index_select along that dimension) and bool masks
+  /// (x.index({x > 0}) selects the positive elements; index_put with one assigns to them).
   Tensor index(std::initializer_list<TensorIndex> indices) const;
   Tensor index(const std::vector<TensorIndex>& indices) const;
   /// A new tensor: this one with the elements index(indices) names replaced by `values`

@@ -65,6 +65,8 @@ class TensorIndex {
   TensorIndex(indexing::NoneIndex n) : v_(n) {}
   TensorIndex(indexing::EllipsisIndex e) : v_(e) {}
   /// An integer tensor of any shape: the dimension is replaced by the index tensor's dimensions.
+  /// A bool mask: the dimensions it covers (its shape must equal theirs) are replaced by one, the
+  /// positions where it is true in row-major order (the mask is evaluated then, as by nonzero).
   TensorIndex(Tensor indices) : v_(std::move(indices)) {}
 
   using Variant = std::variant<std::int64_t, indexing::Slice, indexing::NoneIndex,

@@ -12,21 +12,29 @@ namespace kiln {
 
 /// The element types. The numbers are those of the Flint C API's FType for the four it has (and
 /// of kiln's files); f16 (IEEE binary16) and bf16 (bfloat16) are storage types whose arithmetic is
-/// done in f32, each result rounded back to nearest, ties to even.
-enum class DType : std::uint8_t { i32 = 0, i64 = 1, f32 = 2, f64 = 3, f16 = 4, bf16 = 5 };
+/// done in f32, each result rounded back to nearest, ties to even; `boolean` holds false/true in
+/// one byte, and its arithmetic is done in i32, a result being true where it is non-zero.
+enum class DType : std::uint8_t { i32 = 0, i64 = 1, f32 = 2, f64 = 3, f16 = 4, bf16 = 5, boolean = 6 };
 
 using Shape = std::vector<std::int64_t>;
 
 constexpr bool is_narrow_float(DType t) { return t == DType::f16 || t == DType::bf16; }
 constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || is_narrow_float(t); }
 constexpr bool is_integer(DType t) { return t == DType::i32 || t == DType::i64; }
-/// The type a kernel computes a value of type t in: f32 for the 16-bit floats, t otherwise.
-constexpr DType arithmetic_type(DType t) { return is_narrow_float(t) ? DType::f32 : t; }
-/// The type of a binary op's result: integers < 16-bit floats < f32 < f64, and f16 with bf16 is
-/// f32 (neither holds the other's values), as in PyTorch.
+constexpr bool is_bool(DType t) { return t == DType::boolean; }
+/// The types stored narrower than they are computed: the 16-bit floats and bool.
+constexpr bool is_narrow(DType t) { return is_narrow_float(t) || is_bool(t); }
+/// The type a kernel computes a value of type t in: f32 for the 16-bit floats, i32 for bool, t
+/// otherwise.
+constexpr DType arithmetic_type(DType t) {
+  return is_narrow_float(t) ? DType::f32 : is_bool(t) ? DType::i32 : t;
+}
+/// The type of a binary op's result: bool < integers < 16-bit floats < f32 < f64, and f16 with
+/// bf16 is f32 (neither holds the other's values), as in PyTorch.
 constexpr DType promote(DType a, DType b) {
   constexpr auto rank = [](DType t) {
     switch (t) {
+      case DType::boolean: return -1;
       case DType::i32: return 0;
       case DType::i64: return 1;
       case DType::f16:
@@ -42,6 +50,7 @@ constexpr DType promote(DType a, DType b) {
 }
 constexpr std::size_t size_of(DType t) {
   switch (t) {
+    case DType::boolean: return 1;
     case DType::f16:
     case DType::bf16: return 2;
     case DType::i32:
@@ -51,7 +60,7 @@ constexpr std::size_t size_of(DType t) {
   }
   return 8;
 }
-const char* dtype_name(DType t);  ///< "i32", "i64", "f32", "f64", "f16", "bf16"
+const char* dtype_name(DType t);  ///< "i32", "i64", "f32", "f64", "f16", "bf16", "bool"
 
 /// One IEEE binary16 value as kiln stores it (DType::f16), for reading and writing raw data
 /// (`to_vector<kiln::Half>()`, `from_blob`). Made from a float by rounding to nearest, ties to
@@ -85,18 +94,20 @@ template <> struct dtype_of<float> { static constexpr DType value = DType::f32; 
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
 template <> struct dtype_of<Half> { static constexpr DType value = DType::f16; };
 template <> struct dtype_of<BFloat16> { static constexpr DType value = DType::bf16; };
+template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
 /// `long long` is a distinct type from int64_t (= long) on LP64 Linux.
 template <> struct dtype_of<long long> { static constexpr DType value = DType::i64; };
 template <class T> constexpr DType dtype_of_v = dtype_of<T>::value;
 
-/// A number together with the kiln type of its C++ literal: int -> i32, long/int64 -> i64,
-/// float -> f32, double -> f64. In the C++ API a Scalar combined with a tensor is *weak*: it takes
+/// A number together with the kiln type of its C++ literal: bool -> bool, int -> i32, long/int64 ->
+/// i64, float -> f32, double -> f64. In the C++ API a Scalar combined with a tensor is *weak*: it takes
 /// the tensor's type (`x_f32 * 0.1` stays f32, `x_i64 + 1` stays i64), except that a floating
 /// scalar with an integer tensor gives default_dtype(). The C API's scalar forms keep the type
 /// their suffix names (Flint's rule).
 class Scalar {
  public:
   constexpr Scalar() = default;
+  constexpr Scalar(bool v) : dtype_(DType::boolean), i_(v ? 1 : 0) {}
   constexpr Scalar(std::int32_t v) : dtype_(DType::i32), i_(v) {}
   constexpr Scalar(long v) : dtype_(DType::i64), i_(v) {}
   constexpr Scalar(long long v) : dtype_(DType::i64), i_(v) {}
@@ -104,7 +115,7 @@ class Scalar {
   constexpr Scalar(double v) : dtype_(DType::f64), f_(v) {}
 
   constexpr DType dtype() const { return dtype_; }
-  /// The value converted to T (float -> int saturates, NaN -> 0).
+  /// The value converted to T (float -> int saturates, NaN -> 0; to bool: non-zero, NaN included).
   template <class T> T as() const;
   /// The same value converted to another type.
   Scalar cast(DType to) const;
@@ -118,9 +129,12 @@ class Scalar {
 };
 
 /// Conversion between kiln types that never has undefined behaviour: float to integer
-/// truncates toward zero and saturates at the integer range; NaN becomes 0.
+/// truncates toward zero and saturates at the integer range; NaN becomes 0; to bool, any non-zero
+/// value (NaN included) is true.
 template <class To, class From> constexpr To convert_value(From v) {
-  if constexpr (std::is_floating_point_v<To> || std::is_integral_v<From>) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From{0};  // NaN is true, as in C++
+  } else if constexpr (std::is_floating_point_v<To> || std::is_integral_v<From>) {
     return static_cast<To>(v);
   } else {
     if (v != v) return 0;

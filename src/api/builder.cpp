@@ -40,7 +40,9 @@ void check_shape(std::string_view op, const Shape& shape) {
 void check_operand_types(Op op, DType dtype, const std::vector<NodePtr>& inputs) {
   const OpInfo& info = op_info(op);
   if (info.operands == Operands::any) return;
-  const char* wanted = info.operands == Operands::integer ? "integer" : "float";
+  const char* wanted = info.operands == Operands::integer   ? "integer"
+                       : info.operands == Operands::numeric ? "numeric (not bool)"
+                                                            : "float";
   if (inputs.empty()) {
     if (!accepts(op, dtype))
       fail(ErrorCode::wrong_type, info.name,
@@ -101,7 +103,7 @@ Tensor auto_evaluated(Tensor t) {
 }  // namespace
 
 Tensor float_operand(const Tensor& a) {
-  return is_integer(a.dtype()) ? convert(a, default_dtype()) : a;
+  return is_integer(a.dtype()) || is_bool(a.dtype()) ? convert(a, default_dtype()) : a;
 }
 
 Tensor float_operand(Op op, const Tensor& a) {

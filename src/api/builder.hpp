@@ -15,7 +15,7 @@ namespace kiln::detail {
 [[noreturn]] void fail(ErrorCode code, std::string_view op, const std::string& what);
 
 // The operand of an op whose values are floats, as the C++ API takes it: an integer tensor is
-// converted to default_dtype() first (libtorch's rule). Flint's rule, which the C API keeps,
+// or bool tensor is converted to default_dtype() first (libtorch's rule). Flint's rule, which the C API keeps,
 // computes such ops of integers in f64 (the registry's float_valued type rule).
 Tensor float_operand(const Tensor& a);
 // The same, for the operand of `op` when its type rule is float_valued; others pass unchanged.

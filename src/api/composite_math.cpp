@@ -21,7 +21,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 Tensor as_float(const Tensor& x) { return detail::float_operand(x); }
 
 // i32 0/1: non-zero (NaN included) is true.
-Tensor truth(const Tensor& x) { return not_equal(x, typed(0, x.dtype())); }
+Tensor truth(const Tensor& x) {
+  return is_bool(x.dtype()) ? x : not_equal(x, typed(0, x.dtype()));
+}
 
 // Both operands broadcast normally to their common shape.
 std::pair<Tensor, Tensor> aligned(std::string_view op, const Tensor& a, const Tensor& b) {
@@ -103,13 +105,13 @@ Tensor isnan(const Tensor& x) {
 
 Tensor isinf(const Tensor& x) {
   detail::node_of(x, "isinf");
-  if (!is_float(x.dtype())) return zeros(x.shape(), DType::i32);
+  if (!is_float(x.dtype())) return zeros(x.shape(), DType::boolean);
   return equal(abs(x), typed(kInf, x.dtype()));
 }
 
 Tensor isfinite(const Tensor& x) {
   detail::node_of(x, "isfinite");
-  if (!is_float(x.dtype())) return ones(x.shape(), DType::i32);
+  if (!is_float(x.dtype())) return ones(x.shape(), DType::boolean);
   return less(abs(x), typed(kInf, x.dtype()));  // false for inf and NaN
 }
 

@@ -94,9 +94,12 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b,
 }
 
 // A scalar beside a tensor of type `t` in the C++ API: weak, it takes the tensor's type, except
-// that a floating value beside an integer tensor takes the default float type.
+// where its kind is higher (bool < integer < float, libtorch's rule): a floating value beside an
+// integer or bool tensor takes the default float type, an integer beside a bool tensor its own.
 const Tensor& weak_constant(Scalar value, DType t) {
-  const DType as = is_float(value.dtype()) && is_integer(t) ? default_dtype() : t;
+  const DType as = is_float(value.dtype()) && !is_float(t)     ? default_dtype()
+                   : is_integer(value.dtype()) && is_bool(t) ? value.dtype()
+                                                              : t;
   return detail::shared_constant(value.cast(as));
 }
 

@@ -16,7 +16,7 @@ constexpr std::int64_t kEdgeItems = 3;          // shown at each end of a long d
 
 std::string format_value(const detail::Buffer& b, std::int64_t i) {
   const Scalar v = b.scalar(i);
-  if (is_integer(v.dtype())) return v.to_string();
+  if (is_integer(v.dtype()) || is_bool(v.dtype())) return v.to_string();
   // NaN's sign bit (0/0 sets it on x86) carries no meaning: every NaN prints as "nan".
   if (std::isnan(v.as<double>())) return "nan";
   std::ostringstream os;

@@ -13,8 +13,12 @@ namespace {
 Tensor reduce(Op op, const Tensor& a, std::vector<int> axes, bool keepdims) {
   const std::string_view name = detail::op_info(op).name;
   detail::node_of(a, name);
-  if (detail::op_info(op).type_rule == detail::TypeRule::float_valued && is_integer(a.dtype()))
+  if (detail::op_info(op).type_rule == detail::TypeRule::float_valued &&
+      (is_integer(a.dtype()) || is_bool(a.dtype())))
     return reduce(op, detail::float_operand(a), std::move(axes), keepdims);
+  // Sums and products of bool count in i64, as libtorch's (the graph's own sum of bool is `any`).
+  if (is_bool(a.dtype()) && (op == Op::sum || op == Op::prod))
+    return reduce(op, convert(a, DType::i64), std::move(axes), keepdims);
   const int rank = a.rank();
   if (axes.empty())
     for (int d = 0; d < rank; ++d) axes.push_back(d);

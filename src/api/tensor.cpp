@@ -45,8 +45,24 @@ Tensor Tensor::from_bytes(const void* data, DType dtype, Shape shape) {
   Tensor t = detail::make_node(detail::Op::store, dtype, std::move(shape), {});
   auto buffer = std::make_shared<detail::Buffer>(dtype, t.numel());
   if (buffer->bytes() != 0) std::memcpy(buffer->data(), data, buffer->bytes());
+  if (is_bool(dtype)) {  // kernels may rely on 0 and 1
+    auto* bytes = buffer->as<std::uint8_t>();
+    for (std::int64_t i = 0; i < buffer->numel(); ++i) bytes[i] = bytes[i] != 0 ? 1 : 0;
+  }
   detail::set_host_values(*t.node_, std::move(buffer));
   return t;
+}
+
+Tensor Tensor::from(const std::vector<bool>& data, Shape shape) {
+  check_count(static_cast<std::int64_t>(data.size()), shape);
+  const std::vector<std::uint8_t> bytes(data.begin(), data.end());
+  return from_bytes(bytes.data(), DType::boolean, std::move(shape));
+}
+
+std::vector<std::uint8_t> Tensor::to_bytes_of_bool() const {
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(numel()));
+  copy_to(out.data(), DType::boolean);
+  return out;
 }
 
 Tensor Tensor::from_blob(void* data, Shape shape, DType dtype,
@@ -136,6 +152,11 @@ void Tensor::copy_to(void* dst, DType as) const {
       const std::uint16_t v = detail::narrow_bits(as, b.get<double>(i));
       std::memcpy(out + i * 2, &v, 2);
     }
+    return;
+  }
+  if (is_bool(as)) {
+    auto* out = static_cast<std::uint8_t*>(dst);
+    for (std::int64_t i = 0; i < b.numel(); ++i) out[i] = b.get<bool>(i) ? 1 : 0;
     return;
   }
   detail::dispatch(as, [&]<class T>() {

@@ -1,10 +1,12 @@
 // Tensor::operator[] and Tensor::index: libtorch's index vocabulary as slice, squeeze, unsqueeze
 // and index_select nodes.
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "api/builder.hpp"
+#include "kiln/composite_ops.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/tensor_index.hpp"
@@ -15,10 +17,15 @@ namespace {
 
 constexpr std::int64_t kFar = std::numeric_limits<std::int64_t>::max();
 
-// Whether an entry consumes a dimension of the indexed tensor.
-bool consumes(const TensorIndex& e) {
-  return !std::holds_alternative<indexing::NoneIndex>(e.value()) &&
-         !std::holds_alternative<indexing::EllipsisIndex>(e.value());
+// How many dimensions of the indexed tensor an entry consumes: a bool mask as many as it has.
+int consumes(const TensorIndex& e) {
+  if (const Tensor* t = std::get_if<Tensor>(&e.value()); t != nullptr && t->defined() &&
+                                                         is_bool(t->dtype()))
+    return t->rank();
+  return std::holds_alternative<indexing::NoneIndex>(e.value()) ||
+                 std::holds_alternative<indexing::EllipsisIndex>(e.value())
+             ? 0
+             : 1;
 }
 
 std::string describe(const Shape& shape, std::size_t entries) {
@@ -63,6 +70,23 @@ Tensor select_by(const Tensor& r, int axis, const Tensor& indices) {
   return reshape(picked, shape);
 }
 
+// The slices where a bool mask over dimensions axis, ..., axis + mask.rank() - 1 of `r` is true,
+// in row-major order, as one dimension (libtorch's x[mask]). Like nonzero, it evaluates the mask.
+Tensor select_where(const Tensor& r, int axis, const Tensor& mask) {
+  const Shape& s = r.shape();
+  const auto first = s.begin() + axis;
+  if (axis + mask.rank() > r.rank() || !std::equal(mask.shape().begin(), mask.shape().end(), first))
+    detail::fail(ErrorCode::incompatible_shapes, "index",
+                 "a bool mask of shape " + shape_to_string(mask.shape()) +
+                     " does not match the dimensions from " + std::to_string(axis) + " of " +
+                     shape_to_string(s));
+  Shape flat(s.begin(), first);
+  flat.push_back(mask.numel());
+  flat.insert(flat.end(), first + mask.rank(), s.end());
+  const Tensor positions = reshape(nonzero(reshape(mask, {-1})), {-1});
+  return index_select(reshape(r, flat), axis, positions);
+}
+
 // Whether `from` broadcasts normally (aligned at the right) to `to`.
 bool broadcast_fits(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;
@@ -90,7 +114,7 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
   detail::node_of(*this, "index");
   int consumed = 0, ellipses = 0;
   for (const TensorIndex& e : indices) {
-    consumed += consumes(e) ? 1 : 0;
+    consumed += consumes(e);
     ellipses += std::holds_alternative<indexing::EllipsisIndex>(e.value()) ? 1 : 0;
   }
   if (ellipses > 1)
@@ -114,6 +138,9 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
             ++axis;
           } else if constexpr (std::is_same_v<T, indexing::EllipsisIndex>) {
             axis += rank() - consumed;
+          } else if (v.defined() && is_bool(v.dtype())) {
+            r = select_where(r, axis, v);
+            ++axis;
           } else {
             r = select_by(r, axis, v);
             axis += v.rank();

@@ -99,7 +99,8 @@ FType to_ftype(DType t) {
     case DType::f32: return F_FLOAT32;
     case DType::f64: return F_FLOAT64;
     case DType::f16:
-    case DType::bf16: break;
+    case DType::bf16:
+    case DType::boolean: break;
   }
   throw CError(WRONG_TYPE, std::string("a ") + dtype_name(t) +
                                " tensor: the Flint C API has the types F_INT32, F_INT64, "
@@ -177,6 +178,8 @@ void attach_store(CNode& n, std::shared_ptr<detail::Buffer> buffer) {
 
 FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphNode*> preds) {
   if (t.rank() == 0) t = reshape(t, {1});
+  // Flint's comparisons give F_INT32 0/1; kiln's give bool, which the C API does not have.
+  if (is_bool(t.dtype())) t = convert(t, DType::i32);
   const bool eager = eager_enabled();
   if (eager) t.eval();
   auto node = std::make_unique<CNode>();

@@ -178,7 +178,7 @@ Stored stored_of(const std::string& descr, const std::string& source) {
       if (size == 4 || size == 8) return {kind, size, swap, DType::i64};
       break;
     case 'b':
-      if (size == 1) return {kind, size, swap, DType::i32};
+      if (size == 1) return {kind, size, swap, DType::boolean};
       break;
     default: break;
   }
@@ -218,6 +218,7 @@ const char* descr_of(DType dtype) {
     case DType::i32: return "<i4";
     case DType::i64: return "<i8";
     case DType::f16: return "<f2";
+    case DType::boolean: return "|b1";
     case DType::bf16: break;
   }
   throw Error(ErrorCode::wrong_type, "save_npy: NumPy has no dtype for " +
@@ -271,6 +272,12 @@ Tensor parse_npy(std::span<const std::byte> bytes, const std::string& source) {
   };
   switch (stored.dtype) {
     case DType::f16: fill.operator()<Half>(); break;
+    case DType::boolean: {
+      std::vector<std::uint8_t> values(n);
+      for (std::size_t i = 0; i < n; ++i) values[i] = value_at<std::uint8_t>(data.data(), i, stored);
+      t = Tensor::from_bytes(values.data(), DType::boolean, stored_shape);
+      break;
+    }
     case DType::f32: fill.operator()<float>(); break;
     case DType::f64: fill.operator()<double>(); break;
     case DType::i32: fill.operator()<std::int32_t>(); break;

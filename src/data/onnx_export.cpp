@@ -149,7 +149,7 @@ std::vector<const Node*> Exporter::nodes_below(const std::vector<Tensor>& output
 
 std::string Exporter::cast(const std::string& value, DType from, DType to) {
   if (from == to) return value;
-  if (is_float(from) && !is_float(to)) {
+  if (is_float(from) && is_integer(to)) {
     // kiln's conversion: NaN gives 0, values beyond the integer range saturate, the rest
     // truncate toward zero (ONNX leaves the first two undefined).
     const bool narrow = to == DType::i32;
@@ -258,6 +258,9 @@ std::string Exporter::emit_unary(const Node& n) {
       operand(n, 0, n.op == Op::sign || n.op == Op::even ? n.inputs[0]->dtype : t);
   const DType xt = n.inputs[0]->dtype;
   auto one = [&](const char* op) { return node(op, {x}); };
+  // Of a bool, these are the value itself (the other ops with a bool result refuse bool).
+  if (is_bool(t) && (n.op == Op::abs || n.op == Op::square || n.op == Op::relu))
+    return one("Identity");
   switch (n.op) {
     case Op::neg: return one("Neg");
     case Op::abs: return one("Abs");
@@ -300,11 +303,22 @@ std::string Exporter::emit_unary(const Node& n) {
 
 std::string Exporter::emit_binary(const Node& n) {
   const DType t = n.dtype;
-  const bool comparison = n.info().type_rule == detail::TypeRule::to_i32;
-  const DType operands = comparison ? promote(n.inputs[0]->dtype, n.inputs[1]->dtype) : t;
+  const bool comparison = n.info().type_rule == detail::TypeRule::to_bool;
+  const DType promoted = promote(n.inputs[0]->dtype, n.inputs[1]->dtype);
+  // ONNX orders no bools: masks compare as i32 0/1.
+  const DType operands = !comparison ? t : is_bool(promoted) ? DType::i32 : promoted;
   const std::string a = operand(n, 0, operands), b = operand(n, 1, operands);
+  if (is_bool(t) && !comparison && n.op != Op::assign) {  // kiln's bool arithmetic, as ONNX logic
+    switch (n.op) {
+      case Op::mul:
+      case Op::minimum: return node("And", {a, b});
+      case Op::add:
+      case Op::maximum: return node("Or", {a, b});
+      default: no_onnx_form(n, "bool arithmetic other than and (mul, minimum) and or (add, maximum)");
+    }
+  }
   auto compared = [&](const std::string& truth) {
-    return cast(to_onnx_type(truth, OnnxType::i32), DType::i32, t);
+    return is_bool(t) ? truth : cast(to_onnx_type(truth, OnnxType::i32), DType::i32, t);
   };
   switch (n.op) {
     case Op::add: return node("Add", {a, b});
@@ -348,7 +362,7 @@ std::string Exporter::emit_reduce(const Node& n) {
   const Node& in = *n.inputs[0];
   const std::vector<std::int64_t>& axes = n.attrs.axes;
   if (n.op == Op::argmax || n.op == Op::argmin) {
-    std::string x = name_of(in);
+    std::string x = is_bool(in.dtype) ? cast(name_of(in), in.dtype, DType::i32) : name_of(in);
     std::int64_t axis = axes.empty() ? 0 : axes.front();
     if (axes.size() > 1) {
       // One block of adjacent axes, indexed row-major within the block: merge it into one axis.
@@ -368,6 +382,12 @@ std::string Exporter::emit_reduce(const Node& n) {
   }
   const std::string x = operand(n, 0, n.dtype);
   if (axes.empty()) return node("Identity", {x});
+  if (is_bool(n.dtype)) {  // any (sum, max) or all (prod, min) of the 0/1 values, as i32
+    const bool any = n.op == Op::sum || n.op == Op::max;
+    const std::string reduced = node(any ? "ReduceMax" : "ReduceMin", {operand(n, 0, DType::i32)},
+                                     {attr("axes", axes), attr("keepdims", 0)});
+    return cast(reduced, DType::i32, n.dtype);
+  }
   switch (n.op) {
     case Op::sum:
     case Op::prod: {

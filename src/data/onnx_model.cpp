@@ -71,6 +71,7 @@ OnnxType onnx_type(DType dtype) {
     case DType::f64: return OnnxType::f64;
     case DType::i32: return OnnxType::i32;
     case DType::i64: return OnnxType::i64;
+    case DType::boolean: return OnnxType::boolean;
     case DType::f16:
     case DType::bf16: break;
   }

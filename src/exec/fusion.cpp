@@ -95,7 +95,7 @@ class Scheduler {
   // Whether this backend computes the node inside a fused elementwise kernel.
   bool fusable(const Node& n) const {
     return is_elementwise(n) && (policy_.host_callables || n.op != Op::custom_map) &&
-           (policy_.narrow_floats || !touches_narrow_floats(n));
+           (policy_.narrow_types || !touches_narrow_types(n));
   }
 
   // Why `in` cannot be computed inside its consumer's kernel, or null when it can.
@@ -198,10 +198,10 @@ void merge_multi_output(std::vector<Kernel>& kernels, std::size_t max_ops) {
 
 }  // namespace
 
-bool touches_narrow_floats(const Node& n) {
-  if (is_narrow_float(n.dtype)) return true;
+bool touches_narrow_types(const Node& n) {
+  if (is_narrow(n.dtype)) return true;
   for (const NodePtr& in : n.inputs)
-    if (is_narrow_float(in->dtype)) return true;
+    if (is_narrow(in->dtype)) return true;
   return false;
 }
 

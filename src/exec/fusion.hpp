@@ -58,13 +58,14 @@ struct FusionPolicy {
                                   // (with chains only)
   std::size_t max_ops = 0;        // the most ops one kernel computes (0: no limit): a code
                                   // generator's compile time grows with the kernel's length
-  bool narrow_floats = false;     // kernels of 16-bit floats (f16, bf16): without them, a node
-                                  // that has or reads such values is a kernel of its own, run by
-                                  // the reference kernel on the host
+  bool narrow_types = false;      // kernels of the types stored narrower than computed (f16,
+                                  // bf16, bool): without them, a node that has or reads such
+                                  // values is a kernel of its own, run by the reference kernel on
+                                  // the host
 };
 
-// Whether the node's values or its inputs' are of a 16-bit float type.
-bool touches_narrow_floats(const Node& n);
+// Whether the node's values or its inputs' are of a narrow type (is_narrow: f16, bf16, bool).
+bool touches_narrow_types(const Node& n);
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy = {});
 const char* kind_name(Kernel::Kind kind);

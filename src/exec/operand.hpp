@@ -36,9 +36,10 @@ struct Operand {
   }
 };
 
-// Calls f.template operator()<T>() with T the C++ type of `t`. The 16-bit floats have no C++
-// arithmetic type: a kernel computes them in f32 (compute_type) and converts where it loads and
-// stores, or runs widened (run_reference_kernel); reaching here with one is kiln's bug.
+// Calls f.template operator()<T>() with T the C++ type of `t`. The narrow types have no C++
+// arithmetic type of their own: a kernel computes them in f32 (16-bit floats) or i32 (bool)
+// (arithmetic_type) and converts where it loads and stores, or runs widened
+// (run_reference_kernel); reaching here with one is kiln's bug.
 template <class F> decltype(auto) dispatch(DType t, F&& f) {
   switch (t) {
     case DType::i32: return f.template operator()<std::int32_t>();
@@ -46,10 +47,11 @@ template <class F> decltype(auto) dispatch(DType t, F&& f) {
     case DType::f32: return f.template operator()<float>();
     case DType::f64: return f.template operator()<double>();
     case DType::f16:
-    case DType::bf16: break;
+    case DType::bf16:
+    case DType::boolean: break;
   }
-  throw Error(ErrorCode::internal_error,
-              std::string("a typed loop of ") + dtype_name(t) + " (16-bit floats are computed in f32)");
+  throw Error(ErrorCode::internal_error, std::string("a typed loop of ") + dtype_name(t) +
+                                             " (narrow types are computed in their arithmetic type)");
 }
 
 }  // namespace kiln::detail

@@ -28,7 +28,7 @@ class ReferenceBackend final : public Backend {
     one_op_per_kernel.into_reductions = false;
     one_op_per_kernel.multi_output = false;
     one_op_per_kernel.max_ops = 1;
-    one_op_per_kernel.narrow_floats = true;  // run_reference_kernel computes them widened
+    one_op_per_kernel.narrow_types = true;  // run_reference_kernel computes them widened
     return one_op_per_kernel;
   }
 

@@ -1,11 +1,13 @@
-// The reference values of the 16-bit floats (f16, bf16): what every backend's kernels of these
-// types must equal. Their arithmetic is f32's: a node reads its 16-bit inputs as the f32 values
-// they are (exactly), computes the op as the f32 node would, and rounds the result to its type,
-// to nearest, ties to even. An op that only moves values (a conversion, copy, concat or view) is
-// computed in f64 instead, so that an f64 or a large integer is rounded once, not first to f32.
+// The reference values of the narrow types (f16, bf16, bool): what every backend's kernels of these
+// types must equal. A 16-bit float's arithmetic is f32's: a node reads its 16-bit inputs as the
+// f32 values they are (exactly), computes the op as the f32 node would, and rounds the result to
+// its type, to nearest, ties to even. A bool's arithmetic is i32's on 0 and 1, a result being true
+// where it is non-zero. An op that only moves values (a conversion, copy, concat or view) is
+// computed in f64 instead, so that an f64 or a large integer is rounded once, not first to f32,
+// and 0.5 becomes true, not an i32 0 first.
 //
 // The widened node is a private stand-in made here for one kernel, never part of a graph: the
-// same op, attributes and view, of the wider type, over stand-ins of its 16-bit inputs that hold
+// same op, attributes and view, of the wider type, over stand-ins of its narrow inputs that hold
 // their values converted.
 #include <memory>
 #include <vector>
@@ -17,9 +19,15 @@ namespace kiln::detail {
 
 namespace {
 
-// A buffer of the values of `values` (of a 16-bit type) as f32.
+// A buffer of the values of `values` (of a narrow type) in its arithmetic type.
 std::shared_ptr<Buffer> widened_values(const Buffer& values) {
-  auto wide = std::make_shared<Buffer>(DType::f32, values.numel());
+  auto wide = std::make_shared<Buffer>(arithmetic_type(values.dtype()), values.numel());
+  if (is_bool(values.dtype())) {
+    const auto* in = values.as<std::uint8_t>();
+    auto* out = wide->as<std::int32_t>();
+    for (std::int64_t i = 0; i < values.numel(); ++i) out[i] = in[i] != 0 ? 1 : 0;
+    return wide;
+  }
   const auto* in = values.as<std::uint16_t>();
   float* out = wide->as<float>();
   const bool half = values.dtype() == DType::f16;
@@ -28,12 +36,14 @@ std::shared_ptr<Buffer> widened_values(const Buffer& values) {
   return wide;
 }
 
-// A stand-in of `input` that reads as f32 where `input` is of a 16-bit type: a node holding its
-// values widened, or a view of the same map over a widened base. Other inputs are themselves.
+// A stand-in of `input` that reads in its arithmetic type where `input` is of a narrow type: a
+// node holding its values widened, or a view of the same map over a widened base. Other inputs are
+// themselves.
 NodePtr widened(const NodePtr& input) {
-  if (input == nullptr || !is_narrow_float(input->dtype)) return input;
-  auto wide = std::make_shared<Node>(input->result ? Op::store : input->op, DType::f32,
-                                     input->shape, std::vector<NodePtr>{}, input->attrs);
+  if (input == nullptr || !is_narrow(input->dtype)) return input;
+  auto wide = std::make_shared<Node>(input->result ? Op::store : input->op,
+                                     arithmetic_type(input->dtype), input->shape,
+                                     std::vector<NodePtr>{}, input->attrs);
   if (input->result) {
     wide->result = widened_values(*input->result);
   } else if (input->is_view()) {
@@ -44,26 +54,28 @@ NodePtr widened(const NodePtr& input) {
   return wide;
 }
 
-bool reads_narrow_floats(const Node& n) {
+bool reads_narrow_types(const Node& n) {
   for (const NodePtr& in : n.inputs)
-    if (is_narrow_float(in->dtype)) return true;
-  return n.view_base != nullptr && is_narrow_float(n.view_base->dtype);
+    if (is_narrow(in->dtype)) return true;
+  return n.view_base != nullptr && is_narrow(n.view_base->dtype);
 }
 
 }  // namespace
 
 void run_reference_kernel(const Node& n, Buffer& out) {
   const bool generated = n.op == Op::random_uniform;
-  const bool narrow_out =
-      is_narrow_float(n.dtype) && (generated || n.info().kind != OpKind::source);
-  if (!narrow_out && !reads_narrow_floats(n)) return run_typed_reference_kernel(n, out);
+  const bool narrow_out = is_narrow(n.dtype) && (generated || n.info().kind != OpKind::source);
+  if (!narrow_out && !reads_narrow_types(n)) return run_typed_reference_kernel(n, out);
 
   // Ops that move values (conversions, copies, joins, views) round each value once, from f64,
-  // which holds every i32 and f64 exactly; arithmetic is f32's.
+  // which holds every i32 and f64 exactly (and every non-zero value as non-zero); arithmetic is
+  // the arithmetic type's.
   const OpKind kind = n.info().kind;
   const bool moves_values = n.op == Op::convert || kind == OpKind::copy ||
                             kind == OpKind::concat || kind == OpKind::view;
-  const DType wide_type = !narrow_out ? n.dtype : moves_values ? DType::f64 : DType::f32;
+  const DType wide_type = !narrow_out     ? n.dtype
+                          : moves_values ? DType::f64
+                                         : arithmetic_type(n.dtype);
   std::vector<NodePtr> inputs;
   inputs.reserve(n.inputs.size());
   for (const NodePtr& in : n.inputs) inputs.push_back(widened(in));
@@ -77,6 +89,11 @@ void run_reference_kernel(const Node& n, Buffer& out) {
 
   Buffer values(wide_type, n.numel());
   run_typed_reference_kernel(wide, values);
+  if (is_bool(n.dtype)) {
+    auto* o = out.as<std::uint8_t>();
+    for (std::int64_t i = 0; i < values.numel(); ++i) o[i] = values.get<bool>(i) ? 1 : 0;
+    return;
+  }
   auto* o = out.as<std::uint16_t>();
   const bool half = n.dtype == DType::f16;
   for (std::int64_t i = 0; i < values.numel(); ++i) {

@@ -109,6 +109,7 @@ void Buffer::set(std::int64_t i, const Scalar& value) {
     case DType::f64: as<double>()[i] = value.as<double>(); return;
     case DType::f16:
     case DType::bf16: as<std::uint16_t>()[i] = narrow_bits(dtype_, value.as<double>()); return;
+    case DType::boolean: as<std::uint8_t>()[i] = value.as<bool>() ? 1 : 0; return;
   }
 }
 
@@ -119,6 +120,7 @@ Scalar Buffer::scalar(std::int64_t i) const {
     case DType::f32: return Scalar(as<float>()[i]);
     case DType::f16: return Scalar(f16_to_f32(as<std::uint16_t>()[i])).cast(DType::f16);
     case DType::bf16: return Scalar(bf16_to_f32(as<std::uint16_t>()[i])).cast(DType::bf16);
+    case DType::boolean: return Scalar(as<std::uint8_t>()[i] != 0);
     case DType::f64: break;
   }
   return Scalar(as<double>()[i]);

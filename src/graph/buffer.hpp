@@ -70,6 +70,7 @@ class Buffer {
       case DType::f32: return convert_value<T>(as<float>()[i]);
       case DType::f16: return convert_value<T>(f16_to_f32(as<std::uint16_t>()[i]));
       case DType::bf16: return convert_value<T>(bf16_to_f32(as<std::uint16_t>()[i]));
+      case DType::boolean: return convert_value<T>(as<std::uint8_t>()[i] != 0);
       case DType::f64: break;
     }
     return convert_value<T>(as<double>()[i]);

@@ -39,6 +39,7 @@ DType result_type(Op op, DType operand) {
   switch (op_info(op).type_rule) {
     case TypeRule::float_valued: return is_float(operand) ? operand : DType::f64;
     case TypeRule::to_i32: return DType::i32;
+    case TypeRule::to_bool: return DType::boolean;
     case TypeRule::to_i64: return DType::i64;
     case TypeRule::given:
     case TypeRule::same: break;
@@ -48,6 +49,7 @@ DType result_type(Op op, DType operand) {
 
 bool accepts(Op op, DType type) {
   switch (op_info(op).operands) {
+    case Operands::numeric: return !is_bool(type);
     case Operands::integer: return is_integer(type);
     case Operands::floating: return is_float(type);
     case Operands::any: break;

@@ -42,8 +42,9 @@ enum class OpKind : std::uint8_t {
 // node whose operands break the rule is refused when it is built (wrong_type).
 enum class Operands : std::uint8_t {
   any,       // every dtype
+  numeric,   // every dtype but bool (negation and subtraction, which have no boolean meaning)
   integer,   // i32 and i64
-  floating,  // f32 and f64
+  floating,  // the float types
 };
 
 // How the result type follows from the operand types.
@@ -51,7 +52,8 @@ enum class TypeRule : std::uint8_t {
   given,         // fixed when the node is built (sources, convert)
   same,          // the operand type (unary) or the promoted operand type (binary)
   float_valued,  // like `same`, but integer operands give f64
-  to_i32,        // i32 result (comparisons, sign, even)
+  to_i32,        // i32 result, computed in the operand type (sign, even)
+  to_bool,       // bool result, computed in the promoted operand type (comparisons)
   to_i64,        // i64 result (argmax, argmin, argsort)
 };
 
@@ -89,7 +91,7 @@ enum class Gradient : std::uint8_t {
   OP(pad, view, 1, any, same, rule, FEXTEND)                                                    \
   OP(broadcast, view, 1, any, same, rule, FOTHER)                                               \
   OP(windows, view, 1, any, same, rule, FSLIDING_WINDOW)                                        \
-  UNARY(neg, any, same, rule, FNEG, -x, wrap_sub(T{0}, x), plain, "(-{0})")                     \
+  UNARY(neg, numeric, same, rule, FNEG, -x, wrap_sub(T{0}, x), plain, "(-{0})")                 \
   UNARY(abs, any, same, rule, FABS, std::fabs(x), x < 0 ? wrap_sub(T{0}, x) : x, plain,         \
         "kiln_abs({0})")                                                                        \
   UNARY(square, any, same, rule, FOTHER, x * x, wrap_mul(x, x), plain, "({0} * {0})")           \
@@ -148,7 +150,7 @@ enum class Gradient : std::uint8_t {
         (x > T{0} ? x : T{0}) + std::log1p(std::exp(-std::fabs(x))), KILN_NOT_FOR_INTEGERS,     \
         scalar, "(({0}) > 0 ? ({0}) : 0) + log1p(exp(-fabs({0})))")                            \
   BINARY(add, any, same, rule, FADD, a + b, wrap_add(a, b), plain, "kiln_add({0}, {1})")        \
-  BINARY(sub, any, same, rule, FSUB, a - b, wrap_sub(a, b), plain, "kiln_sub({0}, {1})")        \
+  BINARY(sub, numeric, same, rule, FSUB, a - b, wrap_sub(a, b), plain, "kiln_sub({0}, {1})")    \
   BINARY(mul, any, same, rule, FMUL, a * b, wrap_mul(a, b), plain, "kiln_mul({0}, {1})")        \
   BINARY(div, any, same, rule, FDIV, a / b, integer_div(a, b), plain, "kiln_div({0}, {1})")     \
   BINARY(pow, any, same, rule, FPOW, std::pow(a, b), integer_pow(a, b), SLEEF(pow, u10),        \
@@ -157,12 +159,12 @@ enum class Gradient : std::uint8_t {
          "kiln_min({0}, {1})")                                                                  \
   BINARY(maximum, any, same, rule, FMAX, nan_max(a, b), nan_max(a, b), plain,                   \
          "kiln_max({0}, {1})")                                                                  \
-  BINARY(less, any, to_i32, zero, FLESS, a < b, a < b, scalar, "({0} < {1})")                   \
-  BINARY(greater, any, to_i32, zero, FGREATER, a > b, a > b, scalar, "({0} > {1})")             \
-  BINARY(equal, any, to_i32, zero, FEQUAL, a == b, a == b, scalar, "({0} == {1})")              \
-  BINARY(less_equal, any, to_i32, zero, FOTHER, a <= b, a <= b, scalar, "({0} <= {1})")         \
-  BINARY(greater_equal, any, to_i32, zero, FOTHER, a >= b, a >= b, scalar, "({0} >= {1})")      \
-  BINARY(not_equal, any, to_i32, zero, FOTHER, a != b, a != b, scalar, "({0} != {1})")          \
+  BINARY(less, any, to_bool, zero, FLESS, a < b, a < b, scalar, "({0} < {1})")                   \
+  BINARY(greater, any, to_bool, zero, FGREATER, a > b, a > b, scalar, "({0} > {1})")             \
+  BINARY(equal, any, to_bool, zero, FEQUAL, a == b, a == b, scalar, "({0} == {1})")              \
+  BINARY(less_equal, any, to_bool, zero, FOTHER, a <= b, a <= b, scalar, "({0} <= {1})")         \
+  BINARY(greater_equal, any, to_bool, zero, FOTHER, a >= b, a >= b, scalar, "({0} >= {1})")      \
+  BINARY(not_equal, any, to_bool, zero, FOTHER, a != b, a != b, scalar, "({0} != {1})")          \
   BINARY(assign, any, same, rule, FOTHER, b, b, plain, "({1})")                                 \
   OP(where, ternary, 3, any, same, rule, FOTHER)                                                \
   OP(sum, reduce, 1, any, same, rule, FREDUCE_SUM)                                              \

@@ -18,6 +18,7 @@ const char* dtype_name(DType t) {
     case DType::f64: return "f64";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    case DType::boolean: return "bool";
   }
   return "?";
 }
@@ -50,12 +51,14 @@ Scalar Scalar::cast(DType to) const {
     case DType::f64: return Scalar(as<double>());
     case DType::f16: out.f_ = detail::f16_to_f32(detail::f16_nearest(as<double>())); break;
     case DType::bf16: out.f_ = detail::bf16_to_f32(detail::bf16_nearest(as<double>())); break;
+    case DType::boolean: return Scalar(as<bool>());
   }
   out.dtype_ = to;
   return out;
 }
 
 std::string Scalar::to_string() const {
+  if (is_bool(dtype_)) return i_ != 0 ? "true" : "false";
   if (is_integer(dtype_)) return std::to_string(i_);
   std::ostringstream os;
   // Enough digits to tell the type's neighbouring values apart.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the ONNX models tests/onnx/export_models wrote: each passes onnx.checker (with shape
-inference) and gives kiln's outputs in ONNX Runtime, floats within float tolerance and integers
-exactly. Exits 77 (counted as skipped by ctest) when this Python lacks onnx or onnxruntime.
+inference) and gives kiln's outputs in ONNX Runtime, floats within float tolerance, integers and
+bools exactly. Exits 77 (counted as skipped by ctest) when this Python lacks onnx or onnxruntime.
 Usage: check_onnx.py DIRECTORY"""
 import pathlib
 import sys
@@ -31,7 +31,7 @@ def check(model_path):
         if have.dtype != want.dtype or have.shape != want.shape:
             problems.append(f"{name}: ONNX Runtime gives {have.dtype}{list(have.shape)}, "
                             f"kiln {want.dtype}{list(want.shape)}")
-        elif np.issubdtype(want.dtype, np.integer):
+        elif np.issubdtype(want.dtype, np.integer) or want.dtype == np.bool_:
             if not np.array_equal(have, want):
                 problems.append(f"{name}: integers differ\n  onnxruntime {have.ravel()}\n"
                                 f"  kiln        {want.ravel()}")

@@ -246,6 +246,32 @@ Case integer_ops() {
           out};
 }
 
+// bool masks: comparisons, the logical ops, any/all, masks in where and arithmetic, conversions.
+Case bool_ops() {
+  const Tensor x = kiln::placeholder({3, 4}, DType::f32, "x");
+  const Tensor m = kiln::placeholder({3, 4}, DType::boolean, "m");
+  const Tensor positive = x > 0;
+  std::vector<std::pair<std::string, Tensor>> out = {
+      {"and", positive & m},
+      {"or", (x < -1) | m},
+      {"xor", positive ^ m},
+      {"not", !m},
+      {"any", kiln::any(m, 1)},
+      {"all", kiln::all(positive, 0)},
+      {"count", kiln::sum(m, {1})},
+      {"where", kiln::where(m, x, x * 2)},
+      {"masked", kiln::masked_fill(x, positive, 0.0)},
+      {"mask_as_f32", kiln::convert(m, DType::f32) + x},
+      {"to_bool", kiln::convert(x * 0.25f, DType::boolean)},
+      {"mask_order", kiln::less(m, positive)},
+      {"mask_argmax", kiln::argmax(m, 1)}};
+  std::vector<float> xv;
+  for (int v = 0; v < 12; ++v) xv.push_back(static_cast<float>(v % 5) - 2.0f);
+  std::vector<bool> mv;
+  for (int v = 0; v < 12; ++v) mv.push_back(v % 3 != 1);
+  return {{x, m}, {Tensor::from(xv, {3, 4}), Tensor::from(mv, {3, 4})}, out};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -262,6 +288,7 @@ int main(int argc, char** argv) {
     write_case(dir, "recurrent", recurrent());
     write_case(dir, "float_ops", float_ops());
     write_case(dir, "integer_ops", integer_ops());
+    write_case(dir, "bool_ops", bool_ops());
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "export_models: %s\n", e.what());
     return 1;

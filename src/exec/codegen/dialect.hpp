@@ -31,6 +31,7 @@ struct Dialect {
       case DType::i64: return i64;
       case DType::f32: return f32;
       case DType::f64: return f64;
+      case DType::boolean: return i32;  // loaded and stored as 0 and 1
       case DType::f16:
       case DType::bf16: break;  // loaded and stored as the f32 values they are
     }

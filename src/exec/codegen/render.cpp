@@ -143,6 +143,7 @@ std::string number(std::int64_t v) { return std::to_string(v); }
 std::string literal(const Scalar& s, DType t, const Dialect& d) {
   char text[64];
   switch (t) {
+    case DType::boolean: return s.as<bool>() ? "(int)1" : "(int)0";
     case DType::i32: {
       const auto v = s.as<std::int32_t>();
       if (v == INT32_MIN) return "(-2147483647 - 1)";
@@ -226,17 +227,20 @@ class Renderer {
   }
 
   // The element type of a buffer of type t: a 16-bit float is half (f16, read and written with
-  // vload_half and vstore_half_rte) or its bits (bf16).
+  // vload_half and vstore_half_rte) or its bits (bf16); a bool one byte.
   std::string storage_type(DType t) const {
     if (t == DType::f16) return "half";
     if (t == DType::bf16) return "ushort";
+    if (t == DType::boolean) return "uchar";
     return std::string(d_.type(t));
   }
 
-  // Element `index` of `buffer` (of type t), as a value of d_.type(t) (float for 16-bit floats).
+  // Element `index` of `buffer` (of type t), as a value of d_.type(t) (float for 16-bit floats,
+  // int 0/1 for bool).
   static std::string read(const std::string& buffer, const std::string& index, DType t) {
     if (t == DType::f16) return "vload_half(" + index + ", " + buffer + ")";
     if (t == DType::bf16) return "as_float((uint)" + buffer + "[" + index + "] << 16)";
+    if (t == DType::boolean) return "(int)(" + buffer + "[" + index + "] != 0)";
     return buffer + "[" + index + "]";
   }
 
@@ -247,6 +251,7 @@ class Renderer {
     if (t == DType::bf16)
       return buffer + "[" + index + "] = (ushort)(as_uint(kiln_round_bf16(" + value +
              ")) >> 16);";
+    if (t == DType::boolean) return buffer + "[" + index + "] = (uchar)(" + value + " != 0);";
     return buffer + "[" + index + "] = " + value + ";";
   }
 
@@ -350,13 +355,20 @@ class Renderer {
         expr = "(" + args[0] + " != 0 ? " + args[1] + " : " + args[2] + ")";
       } else if (!info.c_template.empty()) {
         expr = fill_template(info.c_template, args);
-        if (info.type_rule == TypeRule::to_i32) from = DType::i32;  // 0/1 or -1/1 as an int
+        if (info.type_rule == TypeRule::to_i32 || info.type_rule == TypeRule::to_bool)
+          from = DType::i32;  // 0/1 or -1/1 as an int
       } else {
         throw Error(ErrorCode::internal_error,
                     std::string(info.name) + " has no C template for " + std::string(d_.name));
       }
       std::string value = cast(expr, from, s.dtype, d_);
-      if (is_narrow_float(s.rounds_to)) {
+      if (is_bool(s.rounds_to)) {
+        // A bool node: true where its value is non-zero; a conversion tests the operand itself
+        // (0.5 is true), not its value converted to int first.
+        const auto operand = static_cast<std::size_t>(s.args[0]);
+        value = s.op == Op::convert ? "(int)(" + reg[operand] + " != 0)"
+                                    : "(int)(" + value + " != 0)";
+      } else if (is_narrow_float(s.rounds_to)) {
         // A 16-bit float node: its float value rounded to its type. A conversion from f64 or an
         // integer rounds once, from the operand's value rounded to odd.
         const auto operand = static_cast<std::size_t>(s.args[0]);
@@ -1030,10 +1042,10 @@ RenderedKernel argsort(const Kernel& k, const GraphStructure& structure, const D
 bool can_render(const Kernel& k) {
   for (const Node* n : k.body)
     if (n->info().kind == OpKind::custom) return false;
-  // 16-bit floats: elementwise kernels, copies through views and reductions.
-  bool narrow = touches_narrow_floats(*k.root);
-  for (const Node* n : k.body) narrow = narrow || touches_narrow_floats(*n);
-  for (const KernelInput& in : k.inputs) narrow = narrow || is_narrow_float(in.node->dtype);
+  // Narrow types (f16, bf16, bool): elementwise kernels, copies through views and reductions.
+  bool narrow = touches_narrow_types(*k.root);
+  for (const Node* n : k.body) narrow = narrow || touches_narrow_types(*n);
+  for (const KernelInput& in : k.inputs) narrow = narrow || is_narrow(in.node->dtype);
   if (narrow && k.kind != Kernel::Kind::elementwise && k.kind != Kernel::Kind::materialize &&
       k.kind != Kernel::Kind::reduce)
     return false;

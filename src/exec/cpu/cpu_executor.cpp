@@ -45,11 +45,14 @@ KernelOutcome run_matmul(const Kernel& k) {
 KernelOutcome run_single(const Kernel& k) {
   Node& root = *k.root;
   const OpKind kind = root.info().kind;
-  // 16-bit floats: convolution, pooling, softmax and copies compute them (in f32); the others are
-  // left to the reference, which widens them.
-  if (touches_narrow_floats(root) && kind != OpKind::window2d && kind != OpKind::softmax &&
-      kind != OpKind::copy && kind != OpKind::concat)
-    return KernelOutcome::unsupported;
+  // Narrow types: copies compute them, convolution, pooling and softmax the 16-bit floats (in
+  // f32); the others are left to the reference, which widens them.
+  if (touches_narrow_types(root) && kind != OpKind::copy && kind != OpKind::concat) {
+    bool bool_values = is_bool(root.dtype);
+    for (const NodePtr& in : root.inputs) bool_values = bool_values || is_bool(in->dtype);
+    if (bool_values || (kind != OpKind::window2d && kind != OpKind::softmax))
+      return KernelOutcome::unsupported;
+  }
   auto out = std::make_shared<Buffer>(root.dtype, root.numel());
   bool fast = (kind == OpKind::window2d && run_window2d(k, *out)) ||
               (kind == OpKind::softmax && run_softmax(k, *out)) ||
@@ -88,7 +91,7 @@ class CpuBackend final : public Backend {
 
   FusionPolicy fusion() const override {
     FusionPolicy policy;
-    policy.narrow_floats = true;
+    policy.narrow_types = true;
     return policy;
   }
 

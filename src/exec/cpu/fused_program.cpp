@@ -80,6 +80,7 @@ void loop2(const T* a, const T* b, O* o, std::int64_t n, F f) {
 #define KILN_FIXED_IF_same(make, name) make(name)
 #define KILN_FIXED_IF_given(make, name) make(name)
 #define KILN_FIXED_IF_to_i32(make, name) make(name)
+#define KILN_FIXED_IF_to_bool(make, name) make(name)
 #define KILN_FIXED_IF_to_i64(make, name) make(name)
 #define KILN_FIXED_IF_float_valued(make, name)
 #define KILN_FIXED_UNARY_CASE_(name) \
@@ -106,18 +107,31 @@ void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
 #undef KILN_FIXED_IF_same
 #undef KILN_FIXED_IF_given
 #undef KILN_FIXED_IF_to_i32
+#undef KILN_FIXED_IF_to_bool
 #undef KILN_FIXED_IF_to_i64
 #undef KILN_FIXED_IF_float_valued
 #undef KILN_FIXED_UNARY_CASE_
 #undef KILN_FIXED_BINARY_CASE_
 
-// Rounds n f32 values in place to the 16-bit float type `to`, also storing them as that type to
-// `narrow` when it is given.
-void round_values(DType to, float* values, std::uint16_t* narrow, std::int64_t n) {
+// Rounds n values of the arithmetic type in place to the narrow type `to` (f32 values to a 16-bit
+// float, i32 values to bool's 0 and 1), also storing them as that type to `narrow` when it is
+// given.
+void round_values(DType to, void* values, void* narrow, std::int64_t n) {
+  if (is_bool(to)) {
+    auto* v = static_cast<std::int32_t*>(values);
+    for (std::int64_t i = 0; i < n; ++i) v[i] = v[i] != 0 ? 1 : 0;
+    if (narrow != nullptr) {
+      auto* b = static_cast<std::uint8_t*>(narrow);
+      for (std::int64_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(v[i]);
+    }
+    return;
+  }
   const FloatLoops& loops = float_loops();
-  if (narrow == nullptr) return (to == DType::f16 ? loops.round_f16 : loops.round_bf16)(values, n);
-  (to == DType::f16 ? loops.narrow_f16 : loops.narrow_bf16)(values, narrow, n);
-  (to == DType::f16 ? loops.widen_f16 : loops.widen_bf16)(narrow, values, n);
+  auto* f = static_cast<float*>(values);
+  auto* bits = static_cast<std::uint16_t*>(narrow);
+  if (narrow == nullptr) return (to == DType::f16 ? loops.round_f16 : loops.round_bf16)(f, n);
+  (to == DType::f16 ? loops.narrow_f16 : loops.narrow_bf16)(f, bits, n);
+  (to == DType::f16 ? loops.widen_f16 : loops.widen_bf16)(bits, f, n);
 }
 
 [[gnu::noipa]] void run_step(const Step& s, Registers& r, void* out, std::int64_t n) {
@@ -255,22 +269,23 @@ inline void prefetch_next(const void* at, std::int64_t bytes) {
       }
       const Step& s = ins.step;
       if (s.rounds_to != s.dtype) [[unlikely]] {
-        // A 16-bit float node: computed in f32 into its register, then rounded, and stored as
-        // the 16-bit values where it is stored.
+        // A narrow node (16-bit float, bool): computed in its arithmetic type into its register,
+        // then rounded, and stored as the narrow values where it is stored.
         void* narrow = target != r.reg(ins.out) ? target : nullptr;
         target = r.reg(ins.out);
-        if (s.op == Op::convert && s.arg_types[0] != DType::f32) {
-          // From f64 or an integer: rounded once, straight from the operand's values.
-          std::uint16_t bits[kChunk];
+        if (s.op == Op::convert && s.arg_types[0] != s.dtype) {
+          // From another type: rounded once, straight from the operand's values (an f64 to a
+          // 16-bit float, 0.5 to true).
+          alignas(8) std::uint16_t bits[kChunk];
           convert_values(r.value(s.args[0]), s.arg_types[0], bits, s.rounds_to, n);
-          convert_values(bits, s.rounds_to, target, DType::f32, n);
-          if (narrow != nullptr) std::memcpy(narrow, bits, static_cast<std::size_t>(n) * 2);
+          convert_values(bits, s.rounds_to, target, s.dtype, n);
+          if (narrow != nullptr)
+            std::memcpy(narrow, bits, static_cast<std::size_t>(n) * size_of(s.rounds_to));
           r.values[ins.out] = target;
           continue;
         }
         run_step(s, r, target, n);
-        round_values(s.rounds_to, static_cast<float*>(target), static_cast<std::uint16_t*>(narrow),
-                     n);
+        round_values(s.rounds_to, target, narrow, n);
         r.values[ins.out] = target;
         continue;
       }

@@ -107,9 +107,10 @@ bool run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
     producer.type = k.inputs[0].node->dtype;
   }
   const bool is_arg = root.op == Op::argmax || root.op == Op::argmin;
-  // 16-bit floats are reduced as f32 values, and a 16-bit result rounded at the end.
+  // Narrow types are reduced in their arithmetic type (f32, i32 for bool), and a narrow result
+  // rounded at the end.
   const DType value_type = arithmetic_type(is_arg ? producer.type : root.dtype);
-  const bool narrow_result = is_narrow_float(root.dtype);
+  const bool narrow_result = is_narrow(root.dtype);
   auto out = std::make_shared<Buffer>(arithmetic_type(root.dtype), root.numel());
 
   dispatch(value_type, [&]<class T>() {
@@ -283,7 +284,8 @@ bool run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structu
   });
   if (narrow_result) {
     auto rounded = std::make_shared<Buffer>(root.dtype, root.numel());
-    convert_values(out->data(), DType::f32, rounded->data(), root.dtype, root.numel());
+    convert_values(out->data(), arithmetic_type(root.dtype), rounded->data(), root.dtype,
+                   root.numel());
     out = std::move(rounded);
   }
   root.result = std::move(out);

@@ -39,6 +39,34 @@ void convert_narrow_values(const void* in, DType from, void* out, DType to, std:
   });
 }
 
+// convert_values where either type is bool: a bool is 0 or 1 of the other type (any non-zero
+// byte is true); to bool, a value is true where it is non-zero (NaN included).
+void convert_bool_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
+  if (is_bool(from)) {
+    const auto* s = static_cast<const std::uint8_t*>(in);
+    if (is_narrow_float(to)) {
+      const std::uint16_t one = narrow_bits(to, 1.0);
+      auto* t = static_cast<std::uint16_t*>(out);
+      for (std::int64_t i = 0; i < n; ++i) t[i] = s[i] != 0 ? one : 0;
+      return;
+    }
+    return dispatch(to, [&]<class T>() {
+      T* t = static_cast<T*>(out);
+      for (std::int64_t i = 0; i < n; ++i) t[i] = s[i] != 0 ? T{1} : T{0};
+    });
+  }
+  auto* t = static_cast<std::uint8_t*>(out);
+  if (is_narrow_float(from)) {  // any bits but those of +0 and -0
+    const auto* s = static_cast<const std::uint16_t*>(in);
+    for (std::int64_t i = 0; i < n; ++i) t[i] = (s[i] & 0x7fff) != 0 ? 1 : 0;
+    return;
+  }
+  dispatch(from, [&]<class S>() {
+    const S* s = static_cast<const S*>(in);
+    for (std::int64_t i = 0; i < n; ++i) t[i] = s[i] != S{0} ? 1 : 0;
+  });
+}
+
 }  // namespace
 
 void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
@@ -47,6 +75,8 @@ void convert_values(const void* in, DType from, void* out, DType to, std::int64_
     std::memcpy(out, in, static_cast<std::size_t>(n) * size_of(to));
     return;
   }
+  if (is_bool(from) || is_bool(to)) [[unlikely]]
+    return convert_bool_values(in, from, out, to, n);
   if (is_narrow_float(from) || is_narrow_float(to)) [[unlikely]]
     return convert_narrow_values(in, from, out, to, n);
   dispatch(from, [&]<class S>() {
@@ -173,7 +203,7 @@ bool Source::constant() const {
 }
 
 void Source::fill(std::int64_t n, void* out, DType as) const {
-  if (is_narrow_float(buffer_->dtype()) || is_narrow_float(as)) {
+  if (is_narrow(buffer_->dtype()) || is_narrow(as)) {
     // One value converted, then repeated.
     alignas(8) std::byte one[8];
     convert_values(static_cast<const std::byte*>(buffer_->data()) +
@@ -198,16 +228,21 @@ void Source::read(std::int64_t start, std::int64_t n, void* out, DType as) const
     return;
   }
   const DType from = buffer_->dtype();
-  if (is_narrow_float(from) || is_narrow_float(as)) [[unlikely]] {
-    // The 16-bit values are walked as their bits (the fill as the bits of its value), then
+  if (is_narrow(from) || is_narrow(as)) [[unlikely]] {
+    // The narrow values are walked as their bits (the fill as the bits of its value), then
     // converted; another source is read as f32 (exact for f32) or f64 (exact for i32, and the
     // value itself for f64) first, and rounded once.
+    if (from == as && is_bool(from)) {
+      const std::uint8_t fill = layer_->fill.as<bool>() ? 1 : 0;
+      return read_typed<std::uint8_t, std::uint8_t>(start, n, static_cast<std::uint8_t*>(out),
+                                                    fill);
+    }
     if (from == as) {
       const std::uint16_t fill = narrow_bits(from, layer_->fill.as<double>());
       return read_typed<std::uint16_t, std::uint16_t>(start, n, static_cast<std::uint16_t*>(out),
                                                       fill);
     }
-    const DType step = is_narrow_float(from) ? from : from == DType::f32 ? DType::f32 : DType::f64;
+    const DType step = is_narrow(from) ? from : from == DType::f32 ? DType::f32 : DType::f64;
     alignas(8) std::byte staged[256 * 8];
     const std::size_t width = size_of(as);
     for (std::int64_t i = 0; i < n; i += 256) {

@@ -51,7 +51,7 @@ class OpenClBackend final : public Backend {
     // A chain of thousands of ops would be one kernel whose compilation takes longer than the
     // memory traffic of cutting it saves.
     p.max_ops = 256;
-    p.narrow_floats = true;  // elementwise kernels and reductions (can_render)
+    p.narrow_types = true;  // elementwise kernels and reductions (can_render)
     return p;
   }
 
