@@ -74,6 +74,9 @@ TEST(Bool, ComparisonsLogicalOpsAndPredicatesGiveBool) {
   EXPECT_EQ(ints(made), (std::vector<std::int32_t>{1, 0, 1}));
   EXPECT_NE(kiln::to_string(made).find("true, false, true"), std::string::npos)
       << kiln::to_string(made);
+  const Tensor nested = kiln::tensor({{true, false}, {false, true}});
+  EXPECT_EQ(nested.dtype(), DType::boolean);
+  EXPECT_EQ(ints(nested), (std::vector<std::int32_t>{1, 0, 0, 1}));
   // Raw bytes: any non-zero byte is true, stored as 1.
   const std::uint8_t raw[] = {0, 7, 255, 1};
   EXPECT_EQ(ints(Tensor::from_bytes(raw, DType::boolean, {4})),

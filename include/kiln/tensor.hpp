@@ -64,7 +64,8 @@ class Tensor {
   /// lives (graphs are immutable; kiln never writes into this memory). When the last reference
   /// goes, `deleter` (if given) is called with `data`; without one the caller keeps the memory
   /// alive at least as long. Memory that is not 64-byte aligned (what kiln's kernels assume) is
-  /// copied right away and `deleter` is called then.
+  /// copied right away and `deleter` is called then. Kernels read any non-zero byte of a bool
+  /// tensor as true; data<bool>() hands the bytes out as they are, so they must be 0 or 1 there.
   static Tensor from_blob(void* data, Shape shape, DType dtype,
                           std::function<void(void*)> deleter = nullptr);
 
