@@ -153,4 +153,41 @@ TEST(MixedPrecision, AStepWhoseGradientsOverflowIsSkippedAndTheScaleBacksOff) {
   EXPECT_EQ(p.optimizer.loss_scale(), 0);
 }
 
+TEST(MixedPrecision, TheLossScaleIsPartOfTheOptimizersState) {
+  Probe p;
+  p.optimizer.set_loss_scaling(
+      {.initial_scale = 65536, .growth = 2, .backoff = 0.5, .interval = 3});
+  p.step(1.0);  // overflows: skipped, scale 32768
+  p.step(1.0);  // one good step toward growing again
+  const auto state = p.optimizer.state_dict();
+  auto entry = [&](const std::string& name) {
+    for (const auto& [n, t] : state)
+      if (n == name) return t;
+    ADD_FAILURE() << name << " is not in the state";
+    return Tensor();
+  };
+  EXPECT_EQ(entry("loss_scale").item<double>(), 32768);
+  EXPECT_EQ(entry("loss_scale_good_steps").item<std::int64_t>(), 1);
+  EXPECT_EQ(entry("skipped_steps").item<std::int64_t>(), 1);
+
+  // A resumed optimiser goes on where this one stands, not at the initial scale.
+  Probe resumed;
+  resumed.optimizer.set_loss_scaling(
+      {.initial_scale = 65536, .growth = 2, .backoff = 0.5, .interval = 3});
+  resumed.optimizer.load_state_dict(state);
+  EXPECT_EQ(resumed.optimizer.loss_scale(), 32768);
+  EXPECT_EQ(resumed.optimizer.skipped_steps(), 1);
+  resumed.step(1.0);
+  resumed.step(1.0);  // the third good step in a row: the scale grows
+  EXPECT_EQ(resumed.optimizer.loss_scale(), 65536);
+
+  // Without loss scaling the state is refused whole; an optimiser without it writes none.
+  Probe plain;
+  EXPECT_EQ(kiln_test::code_of([&] { plain.optimizer.load_state_dict(state); }),
+            kiln::ErrorCode::incompatible_shapes);
+  EXPECT_EQ(plain.optimizer.loss_scale(), 0);
+  for (const auto& [name, t] : plain.optimizer.state_dict())
+    EXPECT_EQ(name.find("loss_scale"), std::string::npos) << name;
+}
+
 }  // namespace

@@ -819,13 +819,16 @@ class Optimizer {
   std::int64_t skipped_steps() const { return skipped_; }
 
   /// Everything later steps depend on besides the parameters, as named tensors (for checkpoints):
-  /// "steps" and the optimiser's counters (i64 scalars, e.g. Adam's "t"), "lr" (f64 scalar), and
-  /// per parameter i that has taken a step its state "<i>.<name>" with PyTorch's names (SGD's
+  /// "steps" and the optimiser's counters (i64 scalars, e.g. Adam's "t"), "lr" (f64 scalar),
+  /// with loss scaling on "loss_scale" (f64), "loss_scale_good_steps" and "skipped_steps" (i64),
+  /// and per parameter i that has taken a step its state "<i>.<name>" with PyTorch's names (SGD's
   /// "momentum_buffer", Adam's "exp_avg" and "exp_avg_sq", ...), f32 of the parameter's shape.
   std::vector<std::pair<std::string, Tensor>> state_dict() const;
   /// Restores what state_dict() gave, exactly. The whole of `state` is checked first (a name
   /// this optimiser does not have, a missing counter, another shape or dtype: incompatible_shapes
-  /// or wrong_type, naming the entry); on error nothing changes.
+  /// or wrong_type, naming the entry; a loss scale for an optimiser whose loss scaling is off:
+  /// incompatible_shapes); on error nothing changes. A state without a loss scale keeps the
+  /// current one.
   void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
 
  protected:

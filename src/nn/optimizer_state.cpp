@@ -1,4 +1,5 @@
 // Optimizer::state_dict / load_state_dict: an optimiser's state as named tensors, for checkpoints.
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -32,6 +33,11 @@ std::vector<std::pair<std::string, Tensor>> Optimizer::state_dict() const {
   out.emplace_back("steps", counter(steps_));
   for (const auto& [name, value] : slots.counters) out.emplace_back(name, counter(*value));
   out.emplace_back("lr", Tensor::from(std::vector<double>{lr()}, {}));
+  if (scale_ > 0) {  // loss scaling: where the scale stands, so a resumed run goes on from there
+    out.emplace_back("loss_scale", Tensor::from(std::vector<double>{scale_}, {}));
+    out.emplace_back("loss_scale_good_steps", counter(good_steps_));
+    out.emplace_back("skipped_steps", counter(skipped_));
+  }
   for (std::size_t i = 0; i < parameters_.size(); ++i)
     for (const auto& [name, tensors] : slots.tensors)
       if ((*tensors)[i].defined()) out.emplace_back(std::to_string(i) + "." + name, (*tensors)[i]);
@@ -61,6 +67,33 @@ void Optimizer::load_state_dict(const std::vector<std::pair<std::string, Tensor>
   if (rate->dtype() != DType::f64 || rate->numel() != 1)
     refuse(ErrorCode::wrong_type, "'lr' must be one f64");
   const double new_lr = rate->to_vector<double>()[0];
+  // Loss scaling's state, where the optimiser wrote it: all three entries or none.
+  const auto scale = take("loss_scale");
+  const auto good_steps = take("loss_scale_good_steps");
+  const auto skipped = take("skipped_steps");
+  if (scale || good_steps || skipped) {
+    if (!scale || !good_steps || !skipped)
+      refuse(ErrorCode::incompatible_shapes,
+             std::string("'") +
+                 (!scale        ? "loss_scale"
+                  : !good_steps ? "loss_scale_good_steps"
+                                : "skipped_steps") +
+                 "' is missing (the loss scaling state is incomplete)");
+    if (scale_ <= 0)
+      refuse(ErrorCode::incompatible_shapes,
+             "the state holds a loss scale, but this optimiser's loss scaling is off (call "
+             "set_loss_scaling first)");
+    if (scale->dtype() != DType::f64 || scale->numel() != 1)
+      refuse(ErrorCode::wrong_type, "'loss_scale' must be one f64");
+    const double value = scale->to_vector<double>()[0];
+    if (!(value > 0) || !std::isfinite(value))
+      refuse(ErrorCode::invalid_select,
+             "'loss_scale' is " + std::to_string(value) + ", not a positive finite scale");
+  }
+  const double new_scale = scale ? scale->to_vector<double>()[0] : scale_;
+  const std::int64_t new_good_steps =
+      good_steps ? counter_value("loss_scale_good_steps", *good_steps) : good_steps_;
+  const std::int64_t new_skipped = skipped ? counter_value("skipped_steps", *skipped) : skipped_;
   std::vector<std::int64_t> counters;
   for (const auto& [name, value] : slots.counters) {
     const auto t = take(name);
@@ -91,6 +124,9 @@ void Optimizer::load_state_dict(const std::vector<std::pair<std::string, Tensor>
                                                "optimiser, or a model with more parameters?)");
   set_lr(new_lr);  // checks the rate before anything else changes
   steps_ = new_steps;
+  scale_ = new_scale;
+  good_steps_ = new_good_steps;
+  skipped_ = new_skipped;
   for (std::size_t k = 0; k < counters.size(); ++k) *slots.counters[k].second = counters[k];
   for (std::size_t k = 0; k < tensors.size(); ++k) *slots.tensors[k].second = std::move(tensors[k]);
 }
