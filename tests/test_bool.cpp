@@ -81,6 +81,14 @@ TEST(Bool, ComparisonsLogicalOpsAndPredicatesGiveBool) {
   const std::uint8_t raw[] = {0, 7, 255, 1};
   EXPECT_EQ(ints(Tensor::from_bytes(raw, DType::boolean, {4})),
             (std::vector<std::int32_t>{0, 1, 1, 1}));
+  // Borrowed memory of 0s and 1s is read in place; other bytes are copied as 1.
+  alignas(64) std::uint8_t mine[4] = {1, 0, 0, 1};
+  const Tensor borrowed = Tensor::from_blob(mine, {4}, DType::boolean);
+  EXPECT_EQ(static_cast<const void*>(borrowed.data<bool>().data()), static_cast<void*>(mine));
+  alignas(64) std::uint8_t odd[4] = {0, 9, 1, 0};
+  const Tensor copied = Tensor::from_blob(odd, {4}, DType::boolean);
+  EXPECT_NE(static_cast<const void*>(copied.data<bool>().data()), static_cast<void*>(odd));
+  EXPECT_EQ(copied.to_vector<bool>(), (std::vector<bool>{false, true, true, false}));
 }
 
 TEST(Bool, ConversionsTestForNonZeroOnEveryExecutor) {

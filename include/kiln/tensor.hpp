@@ -64,8 +64,8 @@ class Tensor {
   /// lives (graphs are immutable; kiln never writes into this memory). When the last reference
   /// goes, `deleter` (if given) is called with `data`; without one the caller keeps the memory
   /// alive at least as long. Memory that is not 64-byte aligned (what kiln's kernels assume) is
-  /// copied right away and `deleter` is called then. Kernels read any non-zero byte of a bool
-  /// tensor as true; data<bool>() hands the bytes out as they are, so they must be 0 or 1 there.
+  /// copied right away and `deleter` is called then, as is bool memory holding a byte other than
+  /// 0 and 1 (stored as true, 1).
   static Tensor from_blob(void* data, Shape shape, DType dtype,
                           std::function<void(void*)> deleter = nullptr);
 

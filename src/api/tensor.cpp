@@ -71,7 +71,14 @@ Tensor Tensor::from_blob(void* data, Shape shape, DType dtype,
   if (data == nullptr && t.numel() > 0)
     detail::fail(ErrorCode::invalid_select, "from_blob",
                  "null data for shape " + shape_to_string(t.shape()));
-  if (reinterpret_cast<std::uintptr_t>(data) % 64 != 0) {
+  // A bool byte other than 0 and 1 is not a C++ bool (data<bool>() would hand it out): such
+  // memory is copied, normalised, like misaligned memory.
+  bool odd_bools = false;
+  if (is_bool(dtype)) {
+    const auto* bytes = static_cast<const std::uint8_t*>(data);
+    for (std::int64_t i = 0; i < t.numel() && !odd_bools; ++i) odd_bools = bytes[i] > 1;
+  }
+  if (reinterpret_cast<std::uintptr_t>(data) % 64 != 0 || odd_bools) {
     Tensor copy = from_bytes(data, dtype, t.shape());
     if (deleter) deleter(data);
     return copy;
