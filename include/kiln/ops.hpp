@@ -201,8 +201,34 @@ Tensor relu(const Tensor& a);
 /// log(1 + exp(a)), computed as max(a, 0) + log1p(exp(-|a|)) so that it neither overflows nor
 /// loses the small values.
 Tensor softplus(const Tensor& a);
-/// Cast; float to integer truncates toward zero and saturates, NaN becomes 0.
+/// Cast; float to integer truncates toward zero and saturates, NaN becomes 0; complex to a real
+/// type keeps the real part, a real value becomes complex with imaginary part 0.
 Tensor convert(const Tensor& a, DType to);
+
+/// ---- complex numbers ----------------------------------------------------------------------------
+/// c64 and c128 hold complex numbers with f32 and f64 parts. A binary op with a complex operand is
+/// complex, of the wider precision of the two (f64 with c64 gives c128). The functions of
+/// <complex> keep their principal branches (log, sqrt, pow, the inverse trig and hyperbolic
+/// functions); orderings (<, max, argmax, sort, relu, ...) of complex tensors are wrong_type
+/// errors. abs, real, imag and angle of a complex tensor are real (f32 for c64, f64 for c128).
+/// Gradients follow PyTorch's convention: for a real loss L of z = x + iy, z's gradient is
+/// dL/dx + i dL/dy.
+///
+/// The real and imaginary parts; of a real tensor, the tensor itself and zeros.
+Tensor real(const Tensor& a);
+Tensor imag(const Tensor& a);
+/// The complex conjugate (of a real tensor, the tensor itself).
+Tensor conj(const Tensor& a);
+/// The argument in (-pi, pi] (std::arg); of a real tensor: pi where negative, 0 elsewhere, NaN for
+/// NaN. Integer tensors compute in default_dtype().
+Tensor angle(const Tensor& a);
+/// re + i im, of two real float tensors (broadcast): c64 from f32 (and the 16-bit floats), c128
+/// from f64.
+Tensor complex(const Tensor& re, const Tensor& im);
+Tensor complex(const Tensor& re, Scalar im);
+Tensor complex(Scalar re, const Tensor& im);
+/// abs * (cos(angle) + i sin(angle)), as libtorch's polar.
+Tensor polar(const Tensor& abs, const Tensor& angle);
 inline Tensor operator-(const Tensor& a) { return neg(a); }
 
 /// ---- reductions ---------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 /// Element types, shapes and typed scalars: the vocabulary every other kiln header uses.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -13,13 +14,36 @@ namespace kiln {
 /// The element types. The numbers are those of the Flint C API's FType for the four it has (and
 /// of kiln's files); f16 (IEEE binary16) and bf16 (bfloat16) are storage types whose arithmetic is
 /// done in f32, each result rounded back to nearest, ties to even; `boolean` holds false/true in
-/// one byte, and its arithmetic is done in i32, a result being true where it is non-zero.
-enum class DType : std::uint8_t { i32 = 0, i64 = 1, f32 = 2, f64 = 3, f16 = 4, bf16 = 5, boolean = 6 };
+/// one byte, and its arithmetic is done in i32, a result being true where it is non-zero; c64 and
+/// c128 are complex numbers of two f32s and two f64s (std::complex<float>, std::complex<double>).
+enum class DType : std::uint8_t {
+  i32 = 0,
+  i64 = 1,
+  f32 = 2,
+  f64 = 3,
+  f16 = 4,
+  bf16 = 5,
+  boolean = 6,
+  c64 = 7,
+  c128 = 8
+};
 
 using Shape = std::vector<std::int64_t>;
 
 constexpr bool is_narrow_float(DType t) { return t == DType::f16 || t == DType::bf16; }
+/// The real floating types (complex types are not among them: see is_complex).
 constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || is_narrow_float(t); }
+constexpr bool is_complex(DType t) { return t == DType::c64 || t == DType::c128; }
+/// Floats and complex: the types whose values are not integers.
+constexpr bool is_inexact(DType t) { return is_float(t) || is_complex(t); }
+/// The type of a complex type's real and imaginary parts (f32, f64); any other type is its own.
+constexpr DType real_type(DType t) {
+  return t == DType::c64 ? DType::f32 : t == DType::c128 ? DType::f64 : t;
+}
+/// The complex type whose parts hold t's values: c128 for f64 (and c128), c64 for every other.
+constexpr DType complex_type(DType t) {
+  return t == DType::f64 || t == DType::c128 ? DType::c128 : DType::c64;
+}
 constexpr bool is_integer(DType t) { return t == DType::i32 || t == DType::i64; }
 constexpr bool is_bool(DType t) { return t == DType::boolean; }
 /// The types stored narrower than they are computed: the 16-bit floats and bool.
@@ -30,8 +54,13 @@ constexpr DType arithmetic_type(DType t) {
   return is_narrow_float(t) ? DType::f32 : is_bool(t) ? DType::i32 : t;
 }
 /// The type of a binary op's result: bool < integers < 16-bit floats < f32 < f64, and f16 with
-/// bf16 is f32 (neither holds the other's values), as in PyTorch.
+/// bf16 is f32 (neither holds the other's values), as in PyTorch. With a complex operand the result
+/// is complex, with parts of the wider precision of the two (f64 with c64 is c128, as in NumPy).
 constexpr DType promote(DType a, DType b) {
+  if (is_complex(a) || is_complex(b))
+    return a == DType::c128 || b == DType::c128 || a == DType::f64 || b == DType::f64
+               ? DType::c128
+               : DType::c64;
   constexpr auto rank = [](DType t) {
     switch (t) {
       case DType::boolean: return -1;
@@ -41,6 +70,8 @@ constexpr DType promote(DType a, DType b) {
       case DType::bf16: return 2;
       case DType::f32: return 3;
       case DType::f64: return 4;
+      case DType::c64:
+      case DType::c128: return 5;  // handled above
     }
     return 0;
   };
@@ -56,11 +87,14 @@ constexpr std::size_t size_of(DType t) {
     case DType::i32:
     case DType::f32: return 4;
     case DType::i64:
-    case DType::f64: return 8;
+    case DType::f64:
+    case DType::c64: return 8;
+    case DType::c128: return 16;
   }
   return 8;
 }
-const char* dtype_name(DType t);  ///< "i32", "i64", "f32", "f64", "f16", "bf16", "bool"
+/// "i32", "i64", "f32", "f64", "f16", "bf16", "bool", "c64", "c128"
+const char* dtype_name(DType t);
 
 /// One IEEE binary16 value as kiln stores it (DType::f16), for reading and writing raw data
 /// (`to_vector<kiln::Half>()`, `from_blob`). Made from a float by rounding to nearest, ties to
@@ -95,15 +129,23 @@ template <> struct dtype_of<double> { static constexpr DType value = DType::f64;
 template <> struct dtype_of<Half> { static constexpr DType value = DType::f16; };
 template <> struct dtype_of<BFloat16> { static constexpr DType value = DType::bf16; };
 template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
+template <> struct dtype_of<std::complex<float>> { static constexpr DType value = DType::c64; };
+template <> struct dtype_of<std::complex<double>> { static constexpr DType value = DType::c128; };
 /// `long long` is a distinct type from int64_t (= long) on LP64 Linux.
 template <> struct dtype_of<long long> { static constexpr DType value = DType::i64; };
 template <class T> constexpr DType dtype_of_v = dtype_of<T>::value;
 
+template <class T> struct is_complex_value : std::false_type {};
+template <class R> struct is_complex_value<std::complex<R>> : std::true_type {};
+/// Whether T is std::complex<float> or std::complex<double>.
+template <class T> constexpr bool is_complex_v = is_complex_value<T>::value;
+
 /// A number together with the kiln type of its C++ literal: bool -> bool, int -> i32, long/int64 ->
-/// i64, float -> f32, double -> f64. In the C++ API a Scalar combined with a tensor is *weak*: it takes
-/// the tensor's type (`x_f32 * 0.1` stays f32, `x_i64 + 1` stays i64), except that a floating
-/// scalar with an integer tensor gives default_dtype(). The C API's scalar forms keep the type
-/// their suffix names (Flint's rule).
+/// i64, float -> f32, double -> f64, std::complex<float> -> c64, std::complex<double> -> c128. In
+/// the C++ API a Scalar combined with a tensor is *weak*: it takes the tensor's type (`x_f32 * 0.1`
+/// stays f32, `x_i64 + 1` stays i64), except that a floating scalar with an integer tensor gives
+/// default_dtype(), and a complex scalar with a real tensor the complex type of its precision. The
+/// C API's scalar forms keep the type their suffix names (Flint's rule).
 class Scalar {
  public:
   constexpr Scalar() = default;
@@ -113,9 +155,12 @@ class Scalar {
   constexpr Scalar(long long v) : dtype_(DType::i64), i_(v) {}
   constexpr Scalar(float v) : dtype_(DType::f32), f_(v) {}
   constexpr Scalar(double v) : dtype_(DType::f64), f_(v) {}
+  constexpr Scalar(std::complex<float> v) : dtype_(DType::c64), f_(v.real()), imag_(v.imag()) {}
+  constexpr Scalar(std::complex<double> v) : dtype_(DType::c128), f_(v.real()), imag_(v.imag()) {}
 
   constexpr DType dtype() const { return dtype_; }
-  /// The value converted to T (float -> int saturates, NaN -> 0; to bool: non-zero, NaN included).
+  /// The value converted to T (float -> int saturates, NaN -> 0; to bool: non-zero, NaN included;
+  /// complex to a real type: its real part).
   template <class T> T as() const;
   /// The same value converted to another type.
   Scalar cast(DType to) const;
@@ -125,14 +170,24 @@ class Scalar {
  private:
   DType dtype_ = DType::i32;
   std::int64_t i_ = 0;
-  double f_ = 0.0;
+  double f_ = 0.0;     // floats; the real part of complex values
+  double imag_ = 0.0;  // the imaginary part of complex values
 };
 
 /// Conversion between kiln types that never has undefined behaviour: float to integer
 /// truncates toward zero and saturates at the integer range; NaN becomes 0; to bool, any non-zero
-/// value (NaN included) is true.
+/// value (NaN included) is true; complex to a real type keeps the real part (as NumPy's astype),
+/// a real value becomes complex with imaginary part 0.
 template <class To, class From> constexpr To convert_value(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (is_complex_v<To> && is_complex_v<From>) {
+    return To(static_cast<typename To::value_type>(v.real()),
+              static_cast<typename To::value_type>(v.imag()));
+  } else if constexpr (is_complex_v<To>) {
+    return To(convert_value<typename To::value_type>(v), 0);
+  } else if constexpr (is_complex_v<From>) {
+    if constexpr (std::is_same_v<To, bool>) return v != From{};
+    else return convert_value<To>(v.real());
+  } else if constexpr (std::is_same_v<To, bool>) {
     return v != From{0};  // NaN is true, as in C++
   } else if constexpr (std::is_floating_point_v<To> || std::is_integral_v<From>) {
     return static_cast<To>(v);
@@ -148,6 +203,7 @@ template <class To, class From> constexpr To convert_value(From v) {
 }
 
 template <class T> T Scalar::as() const {
+  if (is_complex(dtype_)) return convert_value<T>(std::complex<double>(f_, imag_));
   return is_float(dtype_) ? convert_value<T>(f_) : convert_value<T>(i_);
 }
 

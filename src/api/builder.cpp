@@ -42,7 +42,9 @@ void check_operand_types(Op op, DType dtype, const std::vector<NodePtr>& inputs)
   if (info.operands == Operands::any) return;
   const char* wanted = info.operands == Operands::integer   ? "integer"
                        : info.operands == Operands::numeric ? "numeric (not bool)"
-                                                            : "float";
+                       : info.operands == Operands::real    ? "real (not complex)"
+                       : info.operands == Operands::inexact ? "float or complex"
+                                                            : "real float";
   if (inputs.empty()) {
     if (!accepts(op, dtype))
       fail(ErrorCode::wrong_type, info.name,
@@ -107,7 +109,10 @@ Tensor float_operand(const Tensor& a) {
 }
 
 Tensor float_operand(Op op, const Tensor& a) {
-  return op_info(op).type_rule == TypeRule::float_valued ? float_operand(a) : a;
+  const OpInfo& info = op_info(op);
+  return info.type_rule == TypeRule::float_valued || info.operands == Operands::inexact
+             ? float_operand(a)
+             : a;
 }
 
 namespace {

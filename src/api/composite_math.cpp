@@ -1,5 +1,5 @@
 // Elementwise and reduction composites: masked_fill, clamp/clip, isnan/isinf/isfinite, nan_to_num,
-// the logical ops, any/all, var/std, norm and logsumexp over several dimensions.
+// the logical ops, any/all, var/std, norm and logsumexp over several dimensions, polar.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -52,6 +52,10 @@ template <class Root> Tensor root_of_sum(const Tensor& s, Root root) {
 }  // namespace
 
 // ---- elementwise --------------------------------------------------------------------------------
+
+Tensor polar(const Tensor& abs, const Tensor& angle) {
+  return complex(abs * cos(angle), abs * sin(angle));
+}
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   detail::node_of(x, "masked_fill");

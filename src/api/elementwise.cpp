@@ -96,10 +96,14 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b,
 // A scalar beside a tensor of type `t` in the C++ API: weak, it takes the tensor's type, except
 // where its kind is higher (bool < integer < float, libtorch's rule): a floating value beside an
 // integer or bool tensor takes the default float type, an integer beside a bool tensor its own.
+// A complex value beside a real tensor takes the complex type of the tensor's precision
+// (c128 beside f64, c64 beside the other floats, c64 or c128 by default_dtype() beside integers).
 const Tensor& weak_constant(Scalar value, DType t) {
-  const DType as = is_float(value.dtype()) && !is_float(t)     ? default_dtype()
-                   : is_integer(value.dtype()) && is_bool(t) ? value.dtype()
-                                                              : t;
+  const DType as = is_complex(value.dtype()) && !is_complex(t)
+                       ? complex_type(is_float(t) ? t : default_dtype())
+                   : is_float(value.dtype()) && !is_inexact(t) ? default_dtype()
+                   : is_integer(value.dtype()) && is_bool(t)   ? value.dtype()
+                                                               : t;
   return detail::shared_constant(value.cast(as));
 }
 

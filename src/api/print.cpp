@@ -14,15 +14,24 @@ namespace {
 constexpr std::int64_t kFullPrintLimit = 1000;  // more elements than this are abbreviated
 constexpr std::int64_t kEdgeItems = 3;          // shown at each end of a long dimension
 
+std::string format_real(double v) {
+  // NaN's sign bit (0/0 sets it on x86) carries no meaning: every NaN prints as "nan".
+  if (std::isnan(v)) return "nan";
+  std::ostringstream os;
+  os.precision(6);
+  os << v;
+  return os.str();
+}
+
 std::string format_value(const detail::Buffer& b, std::int64_t i) {
   const Scalar v = b.scalar(i);
   if (is_integer(v.dtype()) || is_bool(v.dtype())) return v.to_string();
-  // NaN's sign bit (0/0 sets it on x86) carries no meaning: every NaN prints as "nan".
-  if (std::isnan(v.as<double>())) return "nan";
-  std::ostringstream os;
-  os.precision(6);
-  os << v.as<double>();
-  return os.str();
+  if (is_complex(v.dtype())) {  // 1+2i, 1-2i, 0+nani
+    const auto z = v.as<std::complex<double>>();
+    const bool minus = std::signbit(z.imag()) && !std::isnan(z.imag());
+    return format_real(z.real()) + (minus ? "-" : "+") + format_real(std::fabs(z.imag())) + "i";
+  }
+  return format_real(v.as<double>());
 }
 
 void print_block(std::ostream& os, const detail::Buffer& b, const Shape& shape,

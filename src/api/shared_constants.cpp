@@ -20,6 +20,7 @@ struct View {
 struct Constant {
   DType dtype;
   std::uint64_t bits;
+  std::uint64_t imag_bits;  // of a complex value
   Tensor leaf;
   std::vector<View> views;  // most recently used last
 };
@@ -35,17 +36,21 @@ std::vector<Constant>& constants() {
 }
 
 std::uint64_t bits_of(const Scalar& s) {
-  return is_float(s.dtype()) ? std::bit_cast<std::uint64_t>(s.as<double>())
-                             : static_cast<std::uint64_t>(s.as<std::int64_t>());
+  return is_inexact(s.dtype()) ? std::bit_cast<std::uint64_t>(s.as<double>())
+                               : static_cast<std::uint64_t>(s.as<std::int64_t>());
+}
+std::uint64_t imag_bits_of(const Scalar& s) {
+  return is_complex(s.dtype()) ? std::bit_cast<std::uint64_t>(s.as<std::complex<double>>().imag())
+                               : 0;
 }
 
 }  // namespace
 
 const Tensor& shared_constant(Scalar value) {
   auto& cache = constants();
-  const std::uint64_t bits = bits_of(value);
+  const std::uint64_t bits = bits_of(value), imag_bits = imag_bits_of(value);
   auto it = std::find_if(cache.begin(), cache.end(), [&](const Constant& c) {
-    return c.dtype == value.dtype() && c.bits == bits;
+    return c.dtype == value.dtype() && c.bits == bits && c.imag_bits == imag_bits;
   });
   if (it != cache.end()) {
     std::rotate(it, it + 1, cache.end());
@@ -55,7 +60,7 @@ const Tensor& shared_constant(Scalar value) {
   Tensor leaf = scalar(value, value.dtype());
   // A literal of the program: marked, so that graph passes may take its value as known.
   leaf.node()->attrs.store_kind = StoreKind::constant;
-  cache.push_back({value.dtype(), bits, std::move(leaf), {}});
+  cache.push_back({value.dtype(), bits, imag_bits, std::move(leaf), {}});
   return cache.back().leaf;
 }
 

@@ -23,8 +23,10 @@ using I64s = std::vector<std::int64_t>;
 
 Tensor input(const Tensor& node, std::size_t i) { return Tensor(node.node()->inputs[i]); }
 
-Tensor c(double v, const Tensor& like) {  // a constant in the float type of `like`
-  return full({}, v, is_float(like.dtype()) ? like.dtype() : DType::f64);
+// A real constant in the float type of `like` (of its parts, where `like` is complex, so that it
+// keeps a c64 gradient c64).
+Tensor c(double v, const Tensor& like) {
+  return full({}, v, is_inexact(like.dtype()) ? real_type(like.dtype()) : DType::f64);
 }
 
 // Sums `g` down to `shape`, undoing a broadcast aligned at the right (normal) or left (inverse).
@@ -99,11 +101,23 @@ Tensor pooled_share(const Tensor& x, const Tensor& u, const Attrs& at, const Sha
 
 // What a gradient rule sees: the node, its output gradient `g` (the node's shape, a float type)
 // and its inputs.
+//
+// Complex values follow PyTorch's convention: the gradient of a real loss L with respect to
+// z = x + iy is dL/dx + i dL/dy (the conjugate Wirtinger derivative, times two). For a
+// holomorphic f that is g * conj(f'(z)); and every holomorphic op kiln has is real on the real
+// axis, where conj(f'(z)) = f'(conj(z)). So a real rule evaluated on the conjugates of the node's
+// inputs and value is the complex rule: `node` and `in(i)` are those conjugates for a node that
+// touches complex values, except for the ops that are not holomorphic (abs, real, imag, conj,
+// angle, complex), whose rules below handle complex values themselves.
 struct Backward {
   const Tensor& node;
   const Node& n;
   const Tensor& g;
-  Tensor in(std::size_t i) const { return input(node, i); }
+  bool conjugated = false;
+  Tensor in(std::size_t i) const {
+    const Tensor x(n.inputs[i]);
+    return conjugated && is_complex(x.dtype()) ? conj(x) : x;
+  }
 };
 
 using Gradients = std::vector<Tensor>;
@@ -132,7 +146,7 @@ KILN_RULE(permute) { return {permute(b.g, inverse_permutation(b.n.attrs.axes))};
 KILN_RULE(slice) { return {unslice(b.g, b.n, b.in(0).shape())}; }
 KILN_RULE(pad) {
   I64s stop(b.n.attrs.before);
-  const Shape& in_shape = b.in(0).shape();
+  const Shape& in_shape = b.n.inputs[0]->shape;
   for (std::size_t d = 0; d < stop.size(); ++d) stop[d] += in_shape[d];
   return {slice(b.g, b.n.attrs.before, stop)};
 }
@@ -144,7 +158,31 @@ KILN_RULE(windows) {
 
 // ---- elementwise ----
 KILN_UNARY_RULE(neg, -g)
-KILN_UNARY_RULE(abs, g * (convert(greater(x, 0), g.dtype()) - convert(less(x, 0), g.dtype())))
+KILN_RULE(abs) {
+  const Tensor x = b.in(0);
+  if (is_complex(x.dtype()))  // g z / |z|, and 0 at z = 0
+    return {where(equal(x, 0), zeros({}, x.dtype()), b.g * (x / b.node))};
+  return {b.g * (convert(greater(x, 0), b.g.dtype()) - convert(less(x, 0), b.g.dtype()))};
+}
+// real(z) = x: g + 0i. imag(z) = y: 0 + gi. Of a real input, real is the identity, and imag
+// (always 0) passes nothing.
+KILN_RULE(real) { return {is_complex(b.in(0).dtype()) ? convert(b.g, b.in(0).dtype()) : b.g}; }
+KILN_RULE(imag) {
+  if (!is_complex(b.in(0).dtype())) return {Tensor()};
+  return {complex(zeros_like(b.g), b.g)};
+}
+KILN_RULE(conj) { return {conj(b.g)}; }
+// angle(z) = atan2(y, x): d/dx = -y / |z|^2, d/dy = x / |z|^2, so the gradient is g i z / |z|^2,
+// and 0 at z = 0. The angle of a real value is piecewise constant.
+KILN_RULE(angle) {
+  const Tensor x = b.in(0);
+  if (!is_complex(x.dtype())) return {Tensor()};
+  const Tensor turned = complex(-imag(x), real(x));
+  const Tensor magnitude = abs(x);
+  return {where(equal(x, 0), zeros({}, x.dtype()), turned * (b.g / (magnitude * magnitude)))};
+}
+// complex(re, im): re gets the real part of g, im its imaginary part.
+KILN_RULE(complex) { return {real(b.g), imag(b.g)}; }
 KILN_UNARY_RULE(square, g * x * c(2, g))
 // From the output (relu(x) > 0 exactly when x > 0): the forward pass then reads its input only
 // once, and a producer such as a bias add fuses into the relu.
@@ -175,8 +213,8 @@ KILN_UNARY_RULE(softplus, g * sigmoid(x))
 KILN_RULE(convert) {
   // Rounding to an integer is piecewise constant; otherwise the value passes through.
   const Tensor x = b.in(0);
-  if (is_integer(b.n.dtype) && is_float(x.dtype())) return {Tensor()};
-  return {is_float(x.dtype()) ? convert(b.g, promote(b.g.dtype(), x.dtype())) : b.g};
+  if (is_integer(b.n.dtype) && is_inexact(x.dtype())) return {Tensor()};
+  return {is_inexact(x.dtype()) ? convert(b.g, promote(b.g.dtype(), x.dtype())) : b.g};
 }
 
 KILN_RULE(add) { return {b.g, b.g}; }
@@ -191,7 +229,9 @@ KILN_RULE(div) {
 KILN_RULE(pow) {
   const Tensor a = b.in(0), e = b.in(1);
   const Tensor log_a = log(a);
-  const Tensor safe_log = where(greater(a, 0), log_a, zeros({}, log_a.dtype()));
+  // The exponent's gradient needs log(a): 0 where it is not finite (a real a <= 0, a complex 0).
+  const Tensor defined = is_complex(a.dtype()) ? not_equal(a, 0) : greater(a, 0);
+  const Tensor safe_log = where(defined, log_a, zeros({}, log_a.dtype()));
   return {b.g * e * pow(a, e - c(1, b.g)), b.g * b.node * safe_log};
 }
 KILN_RULE(minimum) { return choice_gradients(b.in(0), b.in(1), b.g, true); }
@@ -205,7 +245,7 @@ KILN_RULE(where) {
 // ---- reductions ----
 KILN_RULE(sum) { return {spread_back(b.g, b.n, b.in(0).shape())}; }
 KILN_RULE(mean) {
-  const Shape& s = b.in(0).shape();
+  const Shape& s = b.n.inputs[0]->shape;
   std::int64_t count = 1;
   for (auto a : b.n.attrs.axes) count *= s[a];
   return {spread_back(b.g, b.n, s) / c(static_cast<double>(count), b.g)};
@@ -508,7 +548,17 @@ static_assert(std::size(kGradientRules) == kOpCount);
 
 std::vector<Tensor> input_gradients(const Tensor& node, const Tensor& g) {
   const Node& n = *node.node();
-  Gradients out = kGradientRules[static_cast<std::size_t>(n.op)](Backward{node, n, g});
+  bool complex_values = is_complex(n.dtype);
+  for (const NodePtr& in : n.inputs) complex_values = complex_values || is_complex(in->dtype);
+  const bool own_complex_rule = n.op == Op::abs || n.op == Op::real || n.op == Op::imag ||
+                                n.op == Op::conj || n.op == Op::angle || n.op == Op::complex;
+  Gradients out;
+  if (complex_values && !own_complex_rule) {
+    const Tensor conjugated = is_complex(n.dtype) ? conj(node) : node;
+    out = kGradientRules[static_cast<std::size_t>(n.op)](Backward{conjugated, n, g, true});
+  } else {
+    out = kGradientRules[static_cast<std::size_t>(n.op)](Backward{node, n, g});
+  }
   out.resize(n.inputs.size());
   return out;
 }

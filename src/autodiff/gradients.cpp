@@ -54,6 +54,11 @@ std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& 
   // Flint's rule: f32 gradients of f32 values, else f64. A 16-bit float keeps its type, as in
   // PyTorch: the gradient reaching a 16-bit value is rounded to its type, so that the backward
   // pass through 16-bit activations runs in 16-bit memory as the forward pass does.
+  if (is_complex(y.dtype()))
+    detail::fail(ErrorCode::illegal_derive, "gradients",
+                 "the output " + describe(y) +
+                     " is complex: gradients are of real functions (take abs, real, imag, ... of "
+                     "it first)");
   const DType seed_type = is_narrow_float(y.dtype()) || y.dtype() == DType::f32 ? y.dtype()
                                                                                 : DType::f64;
   std::unordered_map<detail::Node*, Tensor> grad;
@@ -66,9 +71,14 @@ std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& 
     for (std::size_t i = 0; i < parts.size(); ++i) {
       detail::Node* in = n->inputs[i].get();
       if (!parts[i].defined() || !leads.count(in)) continue;
-      const Tensor part = is_narrow_float(in->dtype) && parts[i].dtype() != in->dtype
-                              ? convert(parts[i], in->dtype)
-                              : parts[i];
+      // A real value's gradient is real: the real part of a complex one (the imaginary part
+      // is the derivative along a direction the value cannot move in).
+      const Tensor real_part = is_complex(parts[i].dtype()) && !is_complex(in->dtype)
+                                   ? kiln::real(parts[i])
+                                   : parts[i];
+      const Tensor part = is_narrow_float(in->dtype) && real_part.dtype() != in->dtype
+                              ? convert(real_part, in->dtype)
+                              : real_part;
       auto [slot, fresh] = grad.try_emplace(in, part);
       if (!fresh) slot->second = slot->second + part;
     }
@@ -79,9 +89,10 @@ std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& 
   std::vector<Tensor> out;
   for (const Tensor& x : xs) {
     const bool y_f32_or_narrower = y.dtype() == DType::f32 || is_narrow_float(y.dtype());
-    const DType type = is_narrow_float(x.dtype())                       ? x.dtype()
-                       : y_f32_or_narrower && x.dtype() == DType::f32 ? DType::f32
-                                                                       : DType::f64;
+    const DType real = is_narrow_float(x.dtype())                            ? x.dtype()
+                       : y_f32_or_narrower && real_type(x.dtype()) == DType::f32 ? DType::f32
+                                                                                 : DType::f64;
+    const DType type = is_complex(x.dtype()) ? complex_type(real) : real;
     auto g = grad.find(x.node().get());
     if (g == grad.end()) {
       out.push_back(zeros(x.shape(), type));

@@ -100,7 +100,9 @@ FType to_ftype(DType t) {
     case DType::f64: return F_FLOAT64;
     case DType::f16:
     case DType::bf16:
-    case DType::boolean: break;
+    case DType::boolean:
+    case DType::c64:
+    case DType::c128: break;
   }
   throw CError(WRONG_TYPE, std::string("a ") + dtype_name(t) +
                                " tensor: the Flint C API has the types F_INT32, F_INT64, "

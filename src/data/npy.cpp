@@ -141,7 +141,7 @@ class HeaderParser {
 
 // What a descr's values become: the stored size and kind, and kiln's dtype for them.
 struct Stored {
-  char kind;  // 'f', 'i', 'u', 'b'
+  char kind;  // 'f', 'i', 'u', 'b', 'c'
   std::size_t size;
   bool swap;  // stored big-endian
   DType dtype;
@@ -151,7 +151,7 @@ Stored stored_of(const std::string& descr, const std::string& source) {
   auto unsupported = [&]() -> Stored {
     throw Error(ErrorCode::wrong_type, "load_npy: " + source + ": dtype '" + descr +
                                            "', which kiln does not read (it reads f2, f4, f8, "
-                                           "b1, i1 to i8, u1 to u8)");
+                                           "b1, i1 to i8, u1 to u8, c8, c16)");
   };
   if (descr.size() < 3) return unsupported();
   const char order = descr[0];
@@ -179,6 +179,10 @@ Stored stored_of(const std::string& descr, const std::string& source) {
       break;
     case 'b':
       if (size == 1) return {kind, size, swap, DType::boolean};
+      break;
+    case 'c':  // two floats, each in the file's byte order
+      if (size == 8) return {kind, size, order == '>', DType::c64};
+      if (size == 16) return {kind, size, order == '>', DType::c128};
       break;
     default: break;
   }
@@ -219,6 +223,8 @@ const char* descr_of(DType dtype) {
     case DType::i64: return "<i8";
     case DType::f16: return "<f2";
     case DType::boolean: return "|b1";
+    case DType::c64: return "<c8";
+    case DType::c128: return "<c16";
     case DType::bf16: break;
   }
   throw Error(ErrorCode::wrong_type, "save_npy: NumPy has no dtype for " +
@@ -251,7 +257,7 @@ Tensor parse_npy(std::span<const std::byte> bytes, const std::string& source) {
   std::uint64_t numel = 1;
   for (std::int64_t d : h.shape) {
     const auto dim = static_cast<std::uint64_t>(d);
-    if (dim != 0 && numel > std::numeric_limits<std::uint64_t>::max() / 8 / dim)
+    if (dim != 0 && numel > std::numeric_limits<std::uint64_t>::max() / 16 / dim)
       damaged(source, "the shape " + shape_to_string(h.shape) + " is too large");
     numel *= dim;
   }
@@ -276,6 +282,19 @@ Tensor parse_npy(std::span<const std::byte> bytes, const std::string& source) {
       std::vector<std::uint8_t> values(n);
       for (std::size_t i = 0; i < n; ++i) values[i] = value_at<std::uint8_t>(data.data(), i, stored);
       t = Tensor::from_bytes(values.data(), DType::boolean, stored_shape);
+      break;
+    }
+    case DType::c64:
+    case DType::c128: {
+      const Stored part{'f', stored.size / 2, stored.swap, real_type(stored.dtype)};
+      auto fill_complex = [&]<class R>() {
+        std::vector<std::complex<R>> values(n);
+        for (std::size_t i = 0; i < n; ++i)
+          values[i] = {value_at<R>(data.data(), 2 * i, part), value_at<R>(data.data(), 2 * i + 1, part)};
+        t = Tensor::from(values, stored_shape);
+      };
+      if (stored.dtype == DType::c64) fill_complex.operator()<float>();
+      else fill_complex.operator()<double>();
       break;
     }
     case DType::f32: fill.operator()<float>(); break;

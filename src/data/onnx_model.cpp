@@ -73,7 +73,9 @@ OnnxType onnx_type(DType dtype) {
     case DType::i64: return OnnxType::i64;
     case DType::boolean: return OnnxType::boolean;
     case DType::f16:
-    case DType::bf16: break;
+    case DType::bf16:
+    case DType::c64:
+    case DType::c128: break;
   }
   throw Error(ErrorCode::wrong_type,
               std::string("save_onnx: ") + dtype_name(dtype) + " tensors are not exported");

@@ -50,7 +50,7 @@ constexpr FormatType kTypes[] = {
     {"I8", 1, DType::i32, Widen::i8},           {"U8", 1, DType::i32, Widen::u8},
     {"BOOL", 1, DType::boolean, Widen::none},      {"I16", 2, DType::i32, Widen::i16},
     {"U16", 2, DType::i32, Widen::u16},         {"U32", 4, DType::i64, Widen::u32},
-    {"U64", 8, DType::i64, Widen::u64}};
+    {"U64", 8, DType::i64, Widen::u64},         {"C64", 8, DType::c64, Widen::none}};
 
 const FormatType* type_named(const std::string& name) {
   for (const FormatType& t : kTypes)
@@ -120,6 +120,8 @@ const char* format_name(DType dtype) {
     case DType::f16: return "F16";
     case DType::bf16: return "BF16";
     case DType::boolean: return "BOOL";
+    case DType::c64: return "C64";
+    case DType::c128: break;
   }
   throw Error(ErrorCode::wrong_type,
               "save_safetensors: no safetensors dtype for " + std::string(dtype_name(dtype)));

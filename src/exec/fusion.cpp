@@ -95,7 +95,7 @@ class Scheduler {
   // Whether this backend computes the node inside a fused elementwise kernel.
   bool fusable(const Node& n) const {
     return is_elementwise(n) && (policy_.host_callables || n.op != Op::custom_map) &&
-           (policy_.narrow_types || !touches_narrow_types(n));
+           !left_to_host(n, policy_);
   }
 
   // Why `in` cannot be computed inside its consumer's kernel, or null when it can.
@@ -203,6 +203,18 @@ bool touches_narrow_types(const Node& n) {
   for (const NodePtr& in : n.inputs)
     if (is_narrow(in->dtype)) return true;
   return false;
+}
+
+bool touches_complex_types(const Node& n) {
+  if (is_complex(n.dtype)) return true;
+  for (const NodePtr& in : n.inputs)
+    if (is_complex(in->dtype)) return true;
+  return n.view_base != nullptr && is_complex(n.view_base->dtype);
+}
+
+bool left_to_host(const Node& n, const FusionPolicy& policy) {
+  return (!policy.narrow_types && touches_narrow_types(n)) ||
+         (!policy.complex_types && touches_complex_types(n));
 }
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy) {

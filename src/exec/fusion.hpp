@@ -62,10 +62,17 @@ struct FusionPolicy {
                                   // bf16, bool): without them, a node that has or reads such
                                   // values is a kernel of its own, run by the reference kernel on
                                   // the host
+  bool complex_types = false;     // kernels of c64 and c128: without them, a node that has or
+                                  // reads complex values is run by the reference kernel on the
+                                  // host, like the narrow types
 };
 
 // Whether the node's values or its inputs' are of a narrow type (is_narrow: f16, bf16, bool).
 bool touches_narrow_types(const Node& n);
+// Whether the node's values or its inputs' are complex.
+bool touches_complex_types(const Node& n);
+// Whether a backend with this policy leaves the node to the host: it touches types it lacks.
+bool left_to_host(const Node& n, const FusionPolicy& policy);
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy = {});
 const char* kind_name(Kernel::Kind kind);

@@ -32,6 +32,7 @@ struct Operand {
     return buffer->get<T>(position);
   }
   bool nonzero(std::int64_t position) const {
+    if (is_complex(dtype)) return get<std::complex<double>>(position) != 0.0;
     return is_float(dtype) ? get<double>(position) != 0.0 : get<std::int64_t>(position) != 0;
   }
 };
@@ -48,10 +49,22 @@ template <class F> decltype(auto) dispatch(DType t, F&& f) {
     case DType::f64: return f.template operator()<double>();
     case DType::f16:
     case DType::bf16:
-    case DType::boolean: break;
+    case DType::boolean:
+    case DType::c64:
+    case DType::c128: break;
   }
-  throw Error(ErrorCode::internal_error, std::string("a typed loop of ") + dtype_name(t) +
-                                             " (narrow types are computed in their arithmetic type)");
+  throw Error(ErrorCode::internal_error,
+              std::string("a typed loop of ") + dtype_name(t) +
+                  " (narrow types are computed in their arithmetic type, complex types have "
+                  "kernels of their own)");
+}
+
+// dispatch() with the complex types as well, for the kernels that also compute complex values
+// (the reference executor's elementwise, reduction, matmul, scan and data-movement kernels).
+template <class F> decltype(auto) dispatch_with_complex(DType t, F&& f) {
+  if (t == DType::c64) return f.template operator()<std::complex<float>>();
+  if (t == DType::c128) return f.template operator()<std::complex<double>>();
+  return dispatch(t, std::forward<F>(f));
 }
 
 }  // namespace kiln::detail

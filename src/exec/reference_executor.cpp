@@ -29,6 +29,7 @@ class ReferenceBackend final : public Backend {
     one_op_per_kernel.multi_output = false;
     one_op_per_kernel.max_ops = 1;
     one_op_per_kernel.narrow_types = true;  // run_reference_kernel computes them widened
+    one_op_per_kernel.complex_types = true;
     return one_op_per_kernel;
   }
 

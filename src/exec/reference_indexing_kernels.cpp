@@ -32,7 +32,7 @@ void gather_kernel(const Node& n, Buffer& out) {
   const Operand indices = Operand::of(*n.inputs[1]);
   const auto axis = static_cast<std::size_t>(n.attrs.axes[0]);
   const auto strides = row_major_strides(a.shape);
-  dispatch(n.dtype, [&]<class T>() {
+  dispatch_with_complex(n.dtype, [&]<class T>() {
     T* o = out.as<T>();
     for (std::int64_t i = 0; i < out.numel(); ++i) {
       auto m = unravel(i, indices.shape);
@@ -52,7 +52,7 @@ void scatter_add_kernel(const Node& n, Buffer& out) {
   const bool drop_negative = n.attrs.drop_negative;
   const auto out_strides = row_major_strides(n.shape);
   const auto src_strides = row_major_strides(src.shape);
-  dispatch(n.dtype, [&]<class T>() {
+  dispatch_with_complex(n.dtype, [&]<class T>() {
     T* o = out.as<T>();
     for (std::int64_t i = 0; i < out.numel(); ++i) o[i] = a.get<T>(i);
     const std::int64_t count = shape_numel(indices.shape);
@@ -73,7 +73,7 @@ void unwindow_kernel(const Node& n, Buffer& out) {
   const Operand w = Operand::of(*n.inputs[0]);
   const std::size_t rank = n.shape.size();
   const auto out_strides = row_major_strides(n.shape);
-  dispatch(n.dtype, [&]<class T>() {
+  dispatch_with_complex(n.dtype, [&]<class T>() {
     T* o = out.as<T>();
     for (std::int64_t i = 0; i < out.numel(); ++i) o[i] = T{0};
     const std::int64_t count = shape_numel(w.shape);

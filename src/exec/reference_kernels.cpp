@@ -25,13 +25,13 @@ namespace {
 // ---- kernels -----------------------------------------------------------------------------------
 // Runs body.template operator()<T, O>() with T the compute type and O the output type.
 template <class F> void dispatch2(DType compute, DType output, F&& body) {
-  dispatch(compute, [&]<class T>() {
-    dispatch(output, [&]<class O>() { body.template operator()<T, O>(); });
+  dispatch_with_complex(compute, [&]<class T>() {
+    dispatch_with_complex(output, [&]<class O>() { body.template operator()<T, O>(); });
   });
 }
 
 void copy_kernel(const Node& n, const Operand& in, Buffer& out) {
-  dispatch(n.dtype, [&]<class O>() {
+  dispatch_with_complex(n.dtype, [&]<class O>() {
     O* o = out.as<O>();
     for (std::int64_t i = 0; i < out.numel(); ++i) o[i] = in.get<O>(i);
   });
@@ -39,7 +39,8 @@ void copy_kernel(const Node& n, const Operand& in, Buffer& out) {
 
 void unary_kernel(const Node& n, Buffer& out) {
   const Operand a = Operand::of(*n.inputs[0]);
-  const bool keeps_input_type = n.info().type_rule == TypeRule::to_i32;
+  const bool keeps_input_type =
+      n.info().type_rule == TypeRule::to_i32 || n.info().type_rule == TypeRule::to_real;
   dispatch2(keeps_input_type ? a.dtype : n.dtype, n.dtype, [&]<class T, class O>() {
     O* o = out.as<O>();
     for (std::int64_t i = 0; i < out.numel(); ++i)
@@ -50,7 +51,10 @@ void unary_kernel(const Node& n, Buffer& out) {
 void binary_kernel(const Node& n, Buffer& out) {
   const Operand a = Operand::of(*n.inputs[0]);
   const Operand b = Operand::of(*n.inputs[1]);
-  dispatch2(promote(a.dtype, b.dtype), n.dtype, [&]<class T, class O>() {
+  // complex(re, im) computes in its complex result type, every other op in the promoted type.
+  const DType compute = n.info().type_rule == TypeRule::to_complex ? n.dtype
+                                                                   : promote(a.dtype, b.dtype);
+  dispatch2(compute, n.dtype, [&]<class T, class O>() {
     O* o = out.as<O>();
     for (std::int64_t i = 0; i < out.numel(); ++i)
       o[i] = convert_value<O>(binary_value<T>(n.op, a.get<T>(i), b.get<T>(i)));
@@ -61,7 +65,7 @@ void where_kernel(const Node& n, Buffer& out) {
   const Operand c = Operand::of(*n.inputs[0]);
   const Operand a = Operand::of(*n.inputs[1]);
   const Operand b = Operand::of(*n.inputs[2]);
-  dispatch(n.dtype, [&]<class O>() {
+  dispatch_with_complex(n.dtype, [&]<class O>() {
     O* o = out.as<O>();
     for (std::int64_t i = 0; i < out.numel(); ++i) o[i] = c.nonzero(i) ? a.get<O>(i) : b.get<O>(i);
   });
@@ -112,8 +116,8 @@ void matmul_kernel(const Node& n, Buffer& out) {
   const std::size_t r = n.shape.size();
   const std::int64_t m = n.shape[r - 2], p = n.shape[r - 1], k = a.shape[r - 1];
   const std::int64_t batches = m * p == 0 ? 0 : n.numel() / (m * p);
-  dispatch(n.dtype, [&]<class T>() {
-    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+  dispatch_with_complex(n.dtype, [&]<class T>() {
+    using Acc = typename accumulator_of<T>::type;
     T* o = out.as<T>();
     for (std::int64_t bt = 0; bt < batches; ++bt)
       for (std::int64_t i = 0; i < m; ++i)
@@ -137,7 +141,7 @@ void concat_kernel(const Node& n, Buffer& out) {
   std::int64_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < axis; ++d) outer *= n.shape[d];
   for (std::size_t d = axis + 1; d < n.shape.size(); ++d) inner *= n.shape[d];
-  dispatch(n.dtype, [&]<class T>() {
+  dispatch_with_complex(n.dtype, [&]<class T>() {
     T* o = out.as<T>();
     for (std::int64_t i = 0; i < outer; ++i)
       for (const auto& in : n.inputs) {
@@ -185,7 +189,7 @@ void softmax_kernel(const Node& n, Buffer& out) {
 void scan_kernel(const Node& n, Buffer& out) {
   const Operand a = Operand::of(*n.inputs[0]);
   const AxisLines l(n);
-  dispatch(n.dtype, [&]<class T>() {
+  dispatch_with_complex(n.dtype, [&]<class T>() {
     T* o = out.as<T>();
     for (std::int64_t i = 0; i < l.outer; ++i)
       for (std::int64_t k = 0; k < l.inner; ++k) {

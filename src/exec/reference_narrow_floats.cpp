@@ -73,8 +73,11 @@ void run_reference_kernel(const Node& n, Buffer& out) {
   const OpKind kind = n.info().kind;
   const bool moves_values = n.op == Op::convert || kind == OpKind::copy ||
                             kind == OpKind::concat || kind == OpKind::view;
+  // (A conversion of complex values to bool tests both parts, so those move in c128.)
+  bool reads_complex = n.view_base != nullptr && is_complex(n.view_base->dtype);
+  for (const NodePtr& in : n.inputs) reads_complex = reads_complex || is_complex(in->dtype);
   const DType wide_type = !narrow_out     ? n.dtype
-                          : moves_values ? DType::f64
+                          : moves_values ? (reads_complex ? DType::c128 : DType::f64)
                                          : arithmetic_type(n.dtype);
   std::vector<NodePtr> inputs;
   inputs.reserve(n.inputs.size());

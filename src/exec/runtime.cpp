@@ -33,7 +33,7 @@ class Runtime final : public Executor {
  public:
   explicit Runtime(std::unique_ptr<Backend> backend)
       : backend_(std::move(backend)), cache_(backend_->fusion()),
-        narrow_types_(backend_->fusion().narrow_types) {}
+        policy_(backend_->fusion()) {}
 
   std::string_view name() const override { return backend_->name(); }
   void synchronize() override { backend_->synchronize(); }
@@ -91,7 +91,7 @@ class Runtime final : public Executor {
       } else {
         if (k.kind == Kernel::Kind::elementwise)
           reusable(k, structure, plan, readers, references_, reuse_);
-        const KernelOutcome outcome = !narrow_types_ && touches_narrow_types(*k.root)
+        const KernelOutcome outcome = left_to_host(*k.root, policy_)
                                           ? KernelOutcome::unsupported
                                           : backend_->run({k, p, structure, reuse_});
         if (outcome == KernelOutcome::unsupported) host_fallback(k);
@@ -158,7 +158,7 @@ class Runtime final : public Executor {
   std::unique_ptr<Backend> backend_;
   GraphStructure structure_;
   ScheduleCache cache_;
-  bool narrow_types_;  // whether the backend computes f16, bf16 and bool (else the host does)
+  FusionPolicy policy_;  // which types the backend computes (the host computes the others)
   // Per-evaluation scratch kept between evaluations (they are serialised), so that a repeated
   // small graph allocates nothing here.
   std::vector<Kernel> kernels_;

@@ -110,6 +110,8 @@ void Buffer::set(std::int64_t i, const Scalar& value) {
     case DType::f16:
     case DType::bf16: as<std::uint16_t>()[i] = narrow_bits(dtype_, value.as<double>()); return;
     case DType::boolean: as<std::uint8_t>()[i] = value.as<bool>() ? 1 : 0; return;
+    case DType::c64: as<std::complex<float>>()[i] = value.as<std::complex<float>>(); return;
+    case DType::c128: as<std::complex<double>>()[i] = value.as<std::complex<double>>(); return;
   }
 }
 
@@ -121,6 +123,8 @@ Scalar Buffer::scalar(std::int64_t i) const {
     case DType::f16: return Scalar(f16_to_f32(as<std::uint16_t>()[i])).cast(DType::f16);
     case DType::bf16: return Scalar(bf16_to_f32(as<std::uint16_t>()[i])).cast(DType::bf16);
     case DType::boolean: return Scalar(as<std::uint8_t>()[i] != 0);
+    case DType::c64: return Scalar(as<std::complex<float>>()[i]);
+    case DType::c128: return Scalar(as<std::complex<double>>()[i]);
     case DType::f64: break;
   }
   return Scalar(as<double>()[i]);

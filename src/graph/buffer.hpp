@@ -71,6 +71,8 @@ class Buffer {
       case DType::f16: return convert_value<T>(f16_to_f32(as<std::uint16_t>()[i]));
       case DType::bf16: return convert_value<T>(bf16_to_f32(as<std::uint16_t>()[i]));
       case DType::boolean: return convert_value<T>(as<std::uint8_t>()[i] != 0);
+      case DType::c64: return convert_value<T>(as<std::complex<float>>()[i]);
+      case DType::c128: return convert_value<T>(as<std::complex<double>>()[i]);
       case DType::f64: break;
     }
     return convert_value<T>(as<double>()[i]);

@@ -43,9 +43,12 @@ enum class OpKind : std::uint8_t {
 enum class Operands : std::uint8_t {
   any,       // every dtype
   numeric,   // every dtype but bool (negation and subtraction, which have no boolean meaning)
+  real,      // every dtype but the complex ones (orderings, and functions C++ has no complex form of)
+  inexact,   // the real float types and the complex types
   integer,   // i32 and i64
-  floating,  // the float types
+  floating,  // the real float types
 };
+
 
 // How the result type follows from the operand types.
 enum class TypeRule : std::uint8_t {
@@ -54,8 +57,22 @@ enum class TypeRule : std::uint8_t {
   float_valued,  // like `same`, but integer operands give f64
   to_i32,        // i32 result, computed in the operand type (sign, even)
   to_bool,       // bool result, computed in the promoted operand type (comparisons)
+  to_real,       // the operand type, or for complex operands the type of their parts (abs, real,
+                 // imag, angle), computed in the operand type
+  to_complex,    // the complex type of the promoted (real) operand type: complex(re, im)
   to_i64,        // i64 result (argmax, argmin, argsort)
 };
+
+// Whether operands of this kind may be complex.
+constexpr bool takes_complex(Operands o) {
+  return o == Operands::any || o == Operands::numeric || o == Operands::inexact;
+}
+// Whether a row computes complex values: its semantics are then instantiated for std::complex as
+// well, so they must compile for it. complex(re, im) takes real operands and computes in its
+// complex result type.
+constexpr bool computes_complex(Operands o, TypeRule rule) {
+  return takes_complex(o) || rule == TypeRule::to_complex;
+}
 
 // Whether gradients flow through an op (autodiff/gradient_rules.cpp holds one entry per op).
 enum class Gradient : std::uint8_t {
@@ -76,7 +93,9 @@ enum class Gradient : std::uint8_t {
 //   BINARY(same columns)
 // The semantics are expressions of `x` (unary) or `a` and `b` (binary), all of type T; the
 // integer column is KILN_NOT_FOR_INTEGERS where integer operands are computed as f64 (the
-// float_valued rule) or refused. c_template is the op as a C expression of {0} and {1}, for code
+// float_valued rule) or refused. The float column also serves the complex types (T a
+// std::complex) in the rows whose operands take them (takes_complex), with the principal branches
+// of <complex>; its helpers (real_part, angle_of, ...) are overloaded for both. c_template is the op as a C expression of {0} and {1}, for code
 // generators (OpenCL C, CUDA C); the generator supplies kiln_* helpers for the NaN and wrapping
 // rules of exec/semantics/. flint is the FOperationType a C API node of this op reports.
 //
@@ -92,12 +111,17 @@ enum class Gradient : std::uint8_t {
   OP(broadcast, view, 1, any, same, rule, FOTHER)                                               \
   OP(windows, view, 1, any, same, rule, FSLIDING_WINDOW)                                        \
   UNARY(neg, numeric, same, rule, FNEG, -x, wrap_sub(T{0}, x), plain, "(-{0})")                 \
-  UNARY(abs, any, same, rule, FABS, std::fabs(x), x < 0 ? wrap_sub(T{0}, x) : x, plain,         \
+  UNARY(abs, any, to_real, rule, FABS, std::abs(x), x < 0 ? wrap_sub(T{0}, x) : x, plain,        \
         "kiln_abs({0})")                                                                        \
+  UNARY(real, any, to_real, rule, FOTHER, real_part(x), x, scalar, "({0})")                     \
+  UNARY(imag, any, to_real, rule, FOTHER, imaginary_part(x), T{0}, scalar, "(0)")               \
+  UNARY(conj, any, same, rule, FOTHER, conjugate(x), x, scalar, "({0})")                        \
+  UNARY(angle, inexact, to_real, rule, FOTHER, angle_of(x), KILN_NOT_FOR_INTEGERS, scalar,      \
+        "kiln_angle({0})")                                                                      \
   UNARY(square, any, same, rule, FOTHER, x * x, wrap_mul(x, x), plain, "({0} * {0})")           \
-  UNARY(relu, any, same, rule, FOTHER, x < T{0} ? T{0} : x, x > 0 ? x : T{0}, plain,            \
+  UNARY(relu, real, same, rule, FOTHER, x < T{0} ? T{0} : x, x > 0 ? x : T{0}, plain,            \
         "({0} < 0 ? 0 : {0})")                                                                  \
-  UNARY(sign, any, to_i32, zero, FSIGN, x >= 0 ? T{1} : T{-1}, x >= 0 ? T{1} : T{-1}, scalar,   \
+  UNARY(sign, real, to_i32, zero, FSIGN, x >= 0 ? T{1} : T{-1}, x >= 0 ? T{1} : T{-1}, scalar,   \
         "({0} >= 0 ? 1 : -1)")                                                                  \
   UNARY(even, integer, to_i32, zero, FEVEN, KILN_NOT_FOR_FLOATS, x % 2 == 0 ? T{1} : T{0},      \
         scalar, "({0} % 2 == 0)")                                                               \
@@ -106,15 +130,15 @@ enum class Gradient : std::uint8_t {
         "sqrt({0})")                                                                            \
   UNARY(exp, any, float_valued, rule, FEXP, std::exp(x), KILN_NOT_FOR_INTEGERS, SLEEF(exp, u10),\
         "exp({0})")                                                                             \
-  UNARY(expm1, any, float_valued, rule, FOTHER, std::expm1(x), KILN_NOT_FOR_INTEGERS,           \
+  UNARY(expm1, real, float_valued, rule, FOTHER, std::expm1(x), KILN_NOT_FOR_INTEGERS,           \
         SLEEF(expm1, u10), "expm1({0})")                                                        \
   UNARY(log, any, float_valued, rule, FLOG, std::log(x), KILN_NOT_FOR_INTEGERS, SLEEF(log, u35),\
         "log({0})")                                                                             \
-  UNARY(log2, any, float_valued, rule, FLOG2, std::log2(x), KILN_NOT_FOR_INTEGERS,              \
+  UNARY(log2, real, float_valued, rule, FLOG2, std::log2(x), KILN_NOT_FOR_INTEGERS,              \
         SLEEF(log2, u35), "log2({0})")                                                          \
   UNARY(log10, any, float_valued, rule, FLOG10, std::log10(x), KILN_NOT_FOR_INTEGERS,           \
         SLEEF(log10, u10), "log10({0})")                                                        \
-  UNARY(log1p, any, float_valued, rule, FOTHER, std::log1p(x), KILN_NOT_FOR_INTEGERS,           \
+  UNARY(log1p, real, float_valued, rule, FOTHER, std::log1p(x), KILN_NOT_FOR_INTEGERS,           \
         SLEEF(log1p, u10), "log1p({0})")                                                        \
   UNARY(sin, any, float_valued, rule, FSIN, std::sin(x), KILN_NOT_FOR_INTEGERS, SLEEF(sin, u35),\
         "sin({0})")                                                                             \
@@ -144,9 +168,9 @@ enum class Gradient : std::uint8_t {
         "(1 / {0})")                                                                            \
   UNARY(sigmoid, any, float_valued, rule, FOTHER, T{1} / (T{1} + std::exp(-x)),                 \
         KILN_NOT_FOR_INTEGERS, VECTOR(sigmoid), "(1 / (1 + exp(-{0})))")                        \
-  UNARY(erf, any, float_valued, rule, FOTHER, std::erf(x), KILN_NOT_FOR_INTEGERS,               \
+  UNARY(erf, real, float_valued, rule, FOTHER, std::erf(x), KILN_NOT_FOR_INTEGERS,               \
         SLEEF(erf, u10), "erf({0})")                                                            \
-  UNARY(softplus, any, float_valued, rule, FOTHER,                                              \
+  UNARY(softplus, real, float_valued, rule, FOTHER,                                              \
         (x > T{0} ? x : T{0}) + std::log1p(std::exp(-std::fabs(x))), KILN_NOT_FOR_INTEGERS,     \
         scalar, "(({0}) > 0 ? ({0}) : 0) + log1p(exp(-fabs({0})))")                            \
   BINARY(add, any, same, rule, FADD, a + b, wrap_add(a, b), plain, "kiln_add({0}, {1})")        \
@@ -155,43 +179,45 @@ enum class Gradient : std::uint8_t {
   BINARY(div, any, same, rule, FDIV, a / b, integer_div(a, b), plain, "kiln_div({0}, {1})")     \
   BINARY(pow, any, same, rule, FPOW, std::pow(a, b), integer_pow(a, b), SLEEF(pow, u10),        \
          "kiln_pow({0}, {1})")                                                                  \
-  BINARY(minimum, any, same, rule, FMIN, nan_min(a, b), nan_min(a, b), plain,                   \
+  BINARY(complex, floating, to_complex, rule, FOTHER, make_complex(a, b), KILN_NOT_FOR_INTEGERS, \
+         scalar, "kiln_complex({0}, {1})")                                                      \
+  BINARY(minimum, real, same, rule, FMIN, nan_min(a, b), nan_min(a, b), plain,                   \
          "kiln_min({0}, {1})")                                                                  \
-  BINARY(maximum, any, same, rule, FMAX, nan_max(a, b), nan_max(a, b), plain,                   \
+  BINARY(maximum, real, same, rule, FMAX, nan_max(a, b), nan_max(a, b), plain,                   \
          "kiln_max({0}, {1})")                                                                  \
-  BINARY(less, any, to_bool, zero, FLESS, a < b, a < b, scalar, "({0} < {1})")                   \
-  BINARY(greater, any, to_bool, zero, FGREATER, a > b, a > b, scalar, "({0} > {1})")             \
+  BINARY(less, real, to_bool, zero, FLESS, a < b, a < b, scalar, "({0} < {1})")                   \
+  BINARY(greater, real, to_bool, zero, FGREATER, a > b, a > b, scalar, "({0} > {1})")             \
   BINARY(equal, any, to_bool, zero, FEQUAL, a == b, a == b, scalar, "({0} == {1})")              \
-  BINARY(less_equal, any, to_bool, zero, FOTHER, a <= b, a <= b, scalar, "({0} <= {1})")         \
-  BINARY(greater_equal, any, to_bool, zero, FOTHER, a >= b, a >= b, scalar, "({0} >= {1})")      \
+  BINARY(less_equal, real, to_bool, zero, FOTHER, a <= b, a <= b, scalar, "({0} <= {1})")         \
+  BINARY(greater_equal, real, to_bool, zero, FOTHER, a >= b, a >= b, scalar, "({0} >= {1})")      \
   BINARY(not_equal, any, to_bool, zero, FOTHER, a != b, a != b, scalar, "({0} != {1})")          \
   BINARY(assign, any, same, rule, FOTHER, b, b, plain, "({1})")                                 \
   OP(where, ternary, 3, any, same, rule, FOTHER)                                                \
   OP(sum, reduce, 1, any, same, rule, FREDUCE_SUM)                                              \
   OP(prod, reduce, 1, any, same, rule, FREDUCE_MUL)                                             \
-  OP(min, reduce, 1, any, same, rule, FREDUCE_MIN)                                              \
-  OP(max, reduce, 1, any, same, rule, FREDUCE_MAX)                                              \
+  OP(min, reduce, 1, real, same, rule, FREDUCE_MIN)                                              \
+  OP(max, reduce, 1, real, same, rule, FREDUCE_MAX)                                              \
   OP(mean, reduce, 1, any, float_valued, rule, FOTHER)                                          \
-  OP(argmax, reduce, 1, any, to_i64, zero, FOTHER)                                              \
-  OP(argmin, reduce, 1, any, to_i64, zero, FOTHER)                                              \
+  OP(argmax, reduce, 1, real, to_i64, zero, FOTHER)                                              \
+  OP(argmin, reduce, 1, real, to_i64, zero, FOTHER)                                              \
   OP(matmul, matmul, 2, any, same, rule, FMATMUL)                                               \
   OP(concat, concat, -1, any, same, rule, FCONCAT)                                              \
   OP(contiguous, copy, 1, any, same, rule, FOTHER)                                              \
   OP(gather, indexing, 2, any, same, rule, FOTHER)                                              \
   OP(scatter_add, indexing, 3, any, same, rule, FOTHER)                                         \
   OP(unwindow, indexing, 1, any, same, rule, FUNSLIDE_WINDOW)                                   \
-  OP(custom_map, custom, 1, any, float_valued, rule, FOTHER)                                    \
-  OP(custom_reduce, custom, 1, any, float_valued, none, FOTHER)                                 \
+  OP(custom_map, custom, 1, real, float_valued, rule, FOTHER)                                    \
+  OP(custom_reduce, custom, 1, real, float_valued, none, FOTHER)                                 \
   OP(conv2d, window2d, 2, floating, same, rule, FOTHER)                                         \
   OP(conv2d_grad_input, window2d, 2, floating, same, rule, FOTHER)                              \
   OP(conv2d_grad_weight, window2d, 2, floating, same, rule, FOTHER)                             \
-  OP(max_pool2d, window2d, 1, any, same, rule, FOTHER)                                          \
-  OP(max_pool2d_grad, window2d, 2, any, same, rule, FOTHER)                                     \
-  OP(softmax, softmax, 1, any, float_valued, rule, FOTHER)                                      \
-  OP(log_softmax, softmax, 1, any, float_valued, rule, FOTHER)                                  \
+  OP(max_pool2d, window2d, 1, real, same, rule, FOTHER)                                          \
+  OP(max_pool2d_grad, window2d, 2, real, same, rule, FOTHER)                                     \
+  OP(softmax, softmax, 1, real, float_valued, rule, FOTHER)                                      \
+  OP(log_softmax, softmax, 1, real, float_valued, rule, FOTHER)                                  \
   OP(cumsum, scan, 1, any, same, rule, FOTHER)                                                  \
   OP(cumprod, scan, 1, any, same, rule, FOTHER)                                                 \
-  OP(argsort, sort, 1, any, to_i64, zero, FOTHER)                                               \
+  OP(argsort, sort, 1, real, to_i64, zero, FOTHER)                                               \
   OP(solve, linalg, 2, floating, same, rule, FOTHER)                                            \
   OP(det, linalg, 1, floating, same, rule, FOTHER)                                              \
   OP(cholesky, linalg, 1, floating, same, rule, FOTHER)                                         \

@@ -19,6 +19,8 @@ const char* dtype_name(DType t) {
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
     case DType::boolean: return "bool";
+    case DType::c64: return "c64";
+    case DType::c128: return "c128";
   }
   return "?";
 }
@@ -52,6 +54,8 @@ Scalar Scalar::cast(DType to) const {
     case DType::f16: out.f_ = detail::f16_to_f32(detail::f16_nearest(as<double>())); break;
     case DType::bf16: out.f_ = detail::bf16_to_f32(detail::bf16_nearest(as<double>())); break;
     case DType::boolean: return Scalar(as<bool>());
+    case DType::c64: return Scalar(as<std::complex<float>>());
+    case DType::c128: return Scalar(as<std::complex<double>>());
   }
   out.dtype_ = to;
   return out;
@@ -62,14 +66,21 @@ std::string Scalar::to_string() const {
   if (is_integer(dtype_)) return std::to_string(i_);
   std::ostringstream os;
   // Enough digits to tell the type's neighbouring values apart.
-  os.precision(dtype_ == DType::f64 ? 15 : dtype_ == DType::f32 ? 7 : dtype_ == DType::f16 ? 5 : 4);
+  const DType part = real_type(dtype_);
+  os.precision(part == DType::f64 ? 15 : part == DType::f32 ? 7 : part == DType::f16 ? 5 : 4);
   os << f_;
+  if (is_complex(dtype_)) {  // 1+2i, 1-2i, 0+nani
+    if (!std::signbit(imag_) || std::isnan(imag_)) os << '+';
+    os << imag_ << 'i';
+  }
   return os.str();
 }
 
 bool Scalar::operator==(const Scalar& o) const {
   if (dtype_ != o.dtype_) return false;
-  return is_float(dtype_) ? (f_ == o.f_ || (std::isnan(f_) && std::isnan(o.f_))) : i_ == o.i_;
+  const auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+  if (is_complex(dtype_)) return same(f_, o.f_) && same(imag_, o.imag_);
+  return is_float(dtype_) ? same(f_, o.f_) : i_ == o.i_;
 }
 
 const char* error_code_name(ErrorCode c) {

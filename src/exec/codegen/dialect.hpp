@@ -34,6 +34,8 @@ struct Dialect {
       case DType::boolean: return i32;  // loaded and stored as 0 and 1
       case DType::f16:
       case DType::bf16: break;  // loaded and stored as the f32 values they are
+      case DType::c64:
+      case DType::c128: break;  // no device kernels (FusionPolicy::complex_types)
     }
     return f32;
   }

@@ -47,6 +47,8 @@ constexpr Helper kHelpers[] = {
      "$T kiln_div($T a, $T b) { return a / b; }"},
     {"kiln_abs", "$T kiln_abs($T x) { return x < 0 ? ($T)(($U)0 - ($U)x) : x; }",
      "$T kiln_abs($T x) { return fabs(x); }"},
+    {"kiln_angle", "",
+     "$T kiln_angle($T x) { return x != x ? x : x < 0 ? 3.14159265358979323846$F : 0; }"},
     {"kiln_min", "$T kiln_min($T a, $T b) { return a < b ? a : b; }",
      "$T kiln_min($T a, $T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }"},
     {"kiln_max", "$T kiln_max($T a, $T b) { return a > b ? a : b; }",

@@ -82,7 +82,9 @@ void loop2(const T* a, const T* b, O* o, std::int64_t n, F f) {
 #define KILN_FIXED_IF_to_i32(make, name) make(name)
 #define KILN_FIXED_IF_to_bool(make, name) make(name)
 #define KILN_FIXED_IF_to_i64(make, name) make(name)
+#define KILN_FIXED_IF_to_real(make, name) make(name)
 #define KILN_FIXED_IF_float_valued(make, name)
+#define KILN_FIXED_IF_to_complex(make, name)
 #define KILN_FIXED_UNARY_CASE_(name) \
   case Op::name: return loop1(a, o, n, [](T x) { return unary_value<T>(Op::name, x); });
 #define KILN_FIXED_BINARY_CASE_(name) \
@@ -110,6 +112,8 @@ void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
 #undef KILN_FIXED_IF_to_bool
 #undef KILN_FIXED_IF_to_i64
 #undef KILN_FIXED_IF_float_valued
+#undef KILN_FIXED_IF_to_real
+#undef KILN_FIXED_IF_to_complex
 #undef KILN_FIXED_UNARY_CASE_
 #undef KILN_FIXED_BINARY_CASE_
 

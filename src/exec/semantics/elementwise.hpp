@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "exec/semantics/complex.hpp"
 #include "exec/semantics/integer.hpp"
 #include "exec/semantics/nan_rules.hpp"
 #include "graph/op_registry.hpp"
@@ -32,7 +33,11 @@ template <class T> T not_computed_as(Op op, const char* what) { not_an_elementwi
 template <class T> [[gnu::always_inline]] inline T unary_value(Op op, T x) {
 #define KILN_UNARY_CASE_(name, operands, rule, gradient, flint, float_value, integer_value, ...) \
   case Op::name:                                                                                 \
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(integer_value);                   \
+    if constexpr (is_complex_v<T>) {                                                             \
+      if constexpr (computes_complex(Operands::operands, TypeRule::rule))                        \
+        return static_cast<T>(float_value);                                                      \
+      else break;                                                                                \
+    } else if constexpr (std::is_integral_v<T>) return static_cast<T>(integer_value);            \
     else return static_cast<T>(float_value);
   switch (op) {
     KILN_OP_REGISTRY(KILN_SEMANTICS_NONE_, KILN_UNARY_CASE_, KILN_SEMANTICS_NONE_)
@@ -46,7 +51,11 @@ template <class T> [[gnu::always_inline]] inline T unary_value(Op op, T x) {
 template <class T> [[gnu::always_inline]] inline T binary_value(Op op, T a, T b) {
 #define KILN_BINARY_CASE_(name, operands, rule, gradient, flint, float_value, integer_value, ...) \
   case Op::name:                                                                                  \
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(integer_value);                    \
+    if constexpr (is_complex_v<T>) {                                                              \
+      if constexpr (computes_complex(Operands::operands, TypeRule::rule))                         \
+        return static_cast<T>(float_value);                                                       \
+      else break;                                                                                 \
+    } else if constexpr (std::is_integral_v<T>) return static_cast<T>(integer_value);             \
     else return static_cast<T>(float_value);
   switch (op) {
     KILN_OP_REGISTRY(KILN_SEMANTICS_NONE_, KILN_SEMANTICS_NONE_, KILN_BINARY_CASE_)

@@ -6,6 +6,7 @@
 // (add_partial, add_extreme) and merge parts computed by different threads.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <type_traits>
 
@@ -16,8 +17,17 @@
 
 namespace kiln::detail {
 
+// The accumulator type of sums and products of T: double for the real floats, std::complex<double>
+// for the complex types, T itself for integers (which wrap).
+template <class T> struct accumulator_of {
+  using type = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+};
+template <class R> struct accumulator_of<std::complex<R>> {
+  using type = std::complex<double>;
+};
+
 template <class T> struct Reduction {
-  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+  using Acc = typename accumulator_of<T>::type;
   Op op;
   Acc acc{};
   T best{};
@@ -42,14 +52,16 @@ template <class T> struct Reduction {
       case Op::prod: acc = product(acc, static_cast<Acc>(v)); break;
       case Op::min:
       case Op::max:
-        if (seen == 0 || replaces(v, best, takes_maximum())) best = v;
+        if constexpr (!is_complex_v<T>)  // complex values are not ordered (the builder refuses)
+          if (seen == 0 || replaces(v, best, takes_maximum())) best = v;
         break;
       case Op::argmax:
       case Op::argmin:
-        if (index < 0 || replaces(v, best, takes_maximum())) {
-          best = v;
-          index = at;
-        }
+        if constexpr (!is_complex_v<T>)
+          if (index < 0 || replaces(v, best, takes_maximum())) {
+            best = v;
+            index = at;
+          }
         break;
       default: break;
     }
@@ -65,7 +77,8 @@ template <class T> struct Reduction {
   // The extreme (min, max) of `count` further values, reduced by the same rules.
   void add_extreme(T extreme, std::int64_t count) {
     if (count == 0) return;
-    if (seen == 0 || replaces(extreme, best, takes_maximum())) best = extreme;
+    if constexpr (!is_complex_v<T>)
+      if (seen == 0 || replaces(extreme, best, takes_maximum())) best = extreme;
     seen += count;
   }
 
@@ -73,10 +86,11 @@ template <class T> struct Reduction {
   void merge(const Reduction& later) {
     if (is_extreme()) return add_extreme(later.best, later.seen);
     if (is_arg()) {
-      if (later.index >= 0 && (index < 0 || replaces(later.best, best, takes_maximum()))) {
-        best = later.best;
-        index = later.index;
-      }
+      if constexpr (!is_complex_v<T>)
+        if (later.index >= 0 && (index < 0 || replaces(later.best, best, takes_maximum()))) {
+          best = later.best;
+          index = later.index;
+        }
       seen += later.seen;
       return;
     }
@@ -89,7 +103,7 @@ template <class T> struct Reduction {
       case Op::sum:
       case Op::prod: return convert_value<O>(static_cast<T>(acc));
       case Op::mean:
-        if constexpr (std::is_floating_point_v<Acc>)
+        if constexpr (std::is_floating_point_v<Acc> || is_complex_v<Acc>)
           return convert_value<O>(static_cast<T>(acc / static_cast<Acc>(count)));
         return convert_value<O>(acc);
       case Op::min:
