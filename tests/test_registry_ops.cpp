@@ -15,11 +15,15 @@
 //
 // Tolerance: integers, bools and comparison results bit for bit; floats where both are NaN, or equal
 // (infinities of the same sign, and zeros), or within rtol * max(|reference|, 1) with rtol 1e-5
-// for f32 and 1e-12 for f64 (SLEEF's functions are within 3.5 ulp of libm's).
+// for f32 and 1e-12 for f64 (SLEEF's functions are within 3.5 ulp of libm's). Complex values are
+// compared part by part, with the tolerance of their parts' type. Their inputs pair the edge
+// values of the parts' type, so that every edge value meets others in the other part; their
+// gradients are checked against central differences in both parts (PyTorch's convention).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -44,8 +48,8 @@ using kiln::detail::OpKind;
 using kiln_test::elementwise_rows;
 using kiln_test::Row;
 
-constexpr DType kAllTypes[] = {DType::i32, DType::i64,  DType::f32,    DType::f64,
-                               DType::f16, DType::bf16, DType::boolean};
+constexpr DType kAllTypes[] = {DType::i32,     DType::i64, DType::f32,  DType::f64, DType::f16,
+                               DType::bf16,    DType::boolean, DType::c64, DType::c128};
 
 // ---- inputs ---------------------------------------------------------------------------------
 
@@ -70,7 +74,7 @@ template <class T> std::vector<T> edge_values() {
 }
 
 std::int64_t edge_count(DType t) {
-  return kiln::is_float(t) ? 20 : 18;
+  return kiln::is_inexact(t) ? 20 : 18;
 }
 
 // `count` values of type t: the edge values repeated from position `offset` on.
@@ -94,6 +98,11 @@ Tensor values_of(DType t, Shape shape, std::int64_t offset = 0) {
       for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = (i + offset) % 3 != 1;
       return Tensor::from(v, shape);
     }
+    case DType::c64:
+    case DType::c128:  // the parts' edge values, the imaginary ones 7 positions further on
+      return kiln::complex(values_of(kiln::real_type(t), shape, offset),
+                           values_of(kiln::real_type(t), shape, offset + 7))
+          .eval();
     case DType::f16:
     case DType::bf16: break;
   }
@@ -112,8 +121,16 @@ struct Result {
 
 Result read(const Tensor& t) {
   Result r{t.dtype(), t.shape(), {}, {}};
-  if (kiln::is_float(t.dtype())) r.floats = t.to_vector<double>();
-  else r.ints = t.to_vector<std::int64_t>();
+  if (kiln::is_complex(t.dtype())) {
+    for (const auto& z : t.to_vector<std::complex<double>>()) {
+      r.floats.push_back(z.real());
+      r.floats.push_back(z.imag());
+    }
+  } else if (kiln::is_float(t.dtype())) {
+    r.floats = t.to_vector<double>();
+  } else {
+    r.ints = t.to_vector<std::int64_t>();
+  }
   return r;
 }
 
@@ -129,9 +146,10 @@ std::string difference(const Result& want, const Result& got) {
   }
   // f32: a few ulp (SLEEF's functions against the C library's); the 16-bit floats: one ulp of
   // the type (a few f32 ulp before the rounding may end on the other side of a tie).
-  const double rtol = want.dtype == DType::f32    ? 1e-5
-                      : want.dtype == DType::f16  ? 0x1p-10
-                      : want.dtype == DType::bf16 ? 0x1p-7
+  const DType part = kiln::real_type(want.dtype);
+  const double rtol = part == DType::f32          ? 1e-5
+                      : part == DType::f16        ? 0x1p-10
+                      : part == DType::bf16       ? 0x1p-7
                                                   : 1e-12;
   for (std::size_t i = 0; i < want.floats.size(); ++i) {
     const double w = want.floats[i], g = got.floats[i];
@@ -336,14 +354,94 @@ TEST(RegistryOps, EveryDifferentiableElementwiseRowMatchesCentralDifferences) {
     if (info.gradient != kiln::detail::Gradient::rule) continue;
     if (!kiln::detail::accepts(row.op, DType::f64)) continue;
     ++rows;
+    // A complex result (complex(re, im)) is read through its parts.
+    auto real_valued = [](const Tensor& out) {
+      return kiln::is_complex(out.dtype()) ? kiln::real(out) + kiln::imag(out) * 0.5 : out;
+    };
     if (row.unary)
       gradcheck(std::string(row.name), 1,
-                [&](const std::vector<Tensor>& in) { return row.unary(in[0]); });
+                [&](const std::vector<Tensor>& in) { return real_valued(row.unary(in[0])); });
     else
-      gradcheck(std::string(row.name), 2,
-                [&](const std::vector<Tensor>& in) { return row.binary(in[0], in[1]); });
+      gradcheck(std::string(row.name), 2, [&](const std::vector<Tensor>& in) {
+        return real_valued(row.binary(in[0], in[1]));
+      });
   }
   EXPECT_GT(rows, 30);
+}
+
+// The same for complex inputs: the gradient of sum(real(f) + imag(f) / 2) with respect to
+// z = x + iy is d/dx + i d/dy, each part against central differences, at points off the branch
+// cuts (where the one-sided differences agree).
+void complex_gradcheck(const std::string& what, int arity,
+                       const std::function<Tensor(const std::vector<Tensor>&)>& f) {
+  using c128 = std::complex<double>;
+  constexpr int kPoints = 64;
+  constexpr double h = 1e-6;
+  std::vector<std::vector<c128>> z(static_cast<std::size_t>(arity));
+  for (int k = 0; k < arity; ++k) {
+    const std::vector<double> re = grid(kPoints, 0.37 * (k + 1)), im = grid(kPoints, 0.61 * (k + 1));
+    for (int i = 0; i < kPoints; ++i) z[k].push_back({re[i], 0.5 * im[(i * 5) % kPoints]});
+  }
+  auto loss = [&](const std::vector<Tensor>& in) {
+    const Tensor out = f(in);
+    return kiln::is_complex(out.dtype()) ? kiln::real(out) + kiln::imag(out) * 0.5 : out;
+  };
+  auto value = [&](const std::vector<std::vector<c128>>& at) {
+    std::vector<Tensor> in;
+    for (const auto& v : at) in.push_back(Tensor::from(v));
+    return loss(in).to_vector<double>();
+  };
+  std::vector<Tensor> vars;
+  for (const auto& v : z) vars.push_back(Tensor::from(v).watch());
+  std::vector<Tensor> grads;
+  {
+    kiln::GradientContext ctx;
+    grads = kiln::gradients(kiln::sum(loss(vars)), vars);
+  }
+  const std::vector<double> center = value(z);
+  for (int k = 0; k < arity; ++k) {
+    ASSERT_EQ(grads[k].dtype(), DType::c128) << what;
+    const auto analytic = grads[k].to_vector<c128>();
+    int checked = 0;
+    for (const c128 direction : {c128(1, 0), c128(0, 1)}) {
+      auto up = z, down = z;
+      for (auto& v : up[k]) v += h * direction;
+      for (auto& v : down[k]) v -= h * direction;
+      const std::vector<double> fu = value(up), fd = value(down);
+      for (int i = 0; i < kPoints; ++i) {
+        const double numeric = (fu[i] - fd[i]) / (2 * h);
+        if (!std::isfinite(center[i]) || !std::isfinite(fu[i]) || !std::isfinite(fd[i]) ||
+            std::abs(numeric) > 1e4)
+          continue;
+        const double left = (center[i] - fd[i]) / h, right = (fu[i] - center[i]) / h;
+        if (std::abs(left - right) > 1e-3 * (1 + std::abs(numeric))) continue;
+        ++checked;
+        const double part = direction.real() != 0 ? analytic[i].real() : analytic[i].imag();
+        EXPECT_NEAR(part, numeric, 1e-5 * (1 + std::abs(numeric)))
+            << what << ", input " << k << " at point " << i << " (z = " << z[k][i] << "), "
+            << (direction.real() != 0 ? "real" : "imaginary") << " part";
+      }
+    }
+    EXPECT_GE(checked, 16) << what << ": too few points where the difference quotient is usable";
+  }
+}
+
+TEST(RegistryOps, EveryDifferentiableComplexElementwiseRowMatchesCentralDifferences) {
+  int rows = 0;
+  for (const Row& row : elementwise_rows()) {
+    const auto& info = kiln::detail::op_info(row.op);
+    if (info.gradient != kiln::detail::Gradient::rule) continue;
+    if (!kiln::detail::accepts(row.op, DType::c128)) continue;
+    ++rows;
+    if (row.unary)
+      complex_gradcheck(std::string(row.name), 1,
+                        [&](const std::vector<Tensor>& in) { return row.unary(in[0]); });
+    else
+      complex_gradcheck(std::string(row.name), 2, [&](const std::vector<Tensor>& in) {
+        return row.binary(in[0], in[1]);
+      });
+  }
+  EXPECT_GT(rows, 20);
 }
 
 // A zero-gradient row passes no gradient (a differentiable graph through it gives zeros, not an
@@ -390,6 +488,10 @@ const Shape kShape{2, 3, 4, 5};
 // Values of type t for x: the edge values without the extremes of the type, whose sums depend
 // on the order of the additions (max + max - max), which is each executor's own.
 Tensor moderate_values(DType t, Shape shape, std::int64_t offset = 0) {
+  if (kiln::is_complex(t))  // the parts' values, the imaginary ones 5 positions further on
+    return kiln::complex(moderate_values(kiln::real_type(t), shape, offset),
+                         moderate_values(kiln::real_type(t), shape, offset + 5))
+        .eval();
   const std::int64_t n = kiln_test::numel_of(shape);
   std::vector<double> pool = {0, -0.0, 1, -1, 0.5, -2.5, 3, 1e-3, 2, -3.5, 1.25, 0.75};
   if (kiln::is_float(t)) {
@@ -406,6 +508,10 @@ Tensor moderate_values(DType t, Shape shape, std::int64_t offset = 0) {
 // Finite, distinct values (no ties, no NaN): for products and convolutions computed in another
 // order by the libraries, and for gradient checks at points where every op is smooth.
 Tensor smooth_values(DType t, Shape shape, std::uint64_t seed = 3) {
+  if (kiln::is_complex(t))
+    return kiln::complex(smooth_values(kiln::real_type(t), shape, seed),
+                         smooth_values(kiln::real_type(t), shape, seed + 100))
+        .eval();
   const std::int64_t n = kiln_test::numel_of(shape);
   std::vector<double> v(static_cast<std::size_t>(n));
   std::mt19937 rng(static_cast<unsigned>(seed));
@@ -449,7 +555,13 @@ struct Case {
   std::string_view op;    // the registry row it covers
   bool smooth_only;       // inputs without NaN, infinities and ties (library kernels)
   std::function<Tensor(const Tensor&)> build;
+  bool sorts = false;     // it also sorts x, so complex x is refused whatever the row takes
 };
+
+// A value of x's type computed from x: |x|, or the conjugate of a complex x (whose |x| is real).
+Tensor other_values(const Tensor& x) {
+  return kiln::is_complex(x.dtype()) ? kiln::conj(x) : kiln::abs(x);
+}
 
 const std::vector<Case>& cases() {
   using kiln::Tensor;
@@ -466,7 +578,9 @@ const std::vector<Case>& cases() {
       {"windows", false,
        [](const Tensor& x) { return kiln::sliding_window(x, {1, 2, 2, 3}, {1, 1, 2, 1}); }},
       {"where", false,
-       [](const Tensor& x) { return kiln::where(kiln::greater(x, 0), x, kiln::abs(x)); }},
+       [](const Tensor& x) {
+         return kiln::where(kiln::greater(kiln::real(x), 0), x, other_values(x));
+       }},
       {"sum", false, [](const Tensor& x) { return kiln::sum(x, {1, 2}); }},
       {"sum", false, [](const Tensor& x) { return kiln::sum(x, {0, 3}); }},
       {"prod", false, [](const Tensor& x) { return kiln::prod(x, {2}); }},
@@ -490,7 +604,7 @@ const std::vector<Case>& cases() {
       {"scatter_add", false,
        [](const Tensor& x) {
          return kiln::scatter_add(x, 1, indices_for({2, 2, 4, 5}, 3),
-                                  flat_part(kiln::abs(x), {2, 2, 4, 5}));
+                                  flat_part(other_values(x), {2, 2, 4, 5}));
        }},
       {"unwindow", false,
        [](const Tensor& x) {
@@ -544,9 +658,9 @@ const std::vector<Case>& cases() {
       {"argsort", false,
        [](const Tensor& x) { return kiln::argsort(kiln::permute(x, {0, 3, 2, 1}), 2, true); }},
       // sort and topk are argsort and gather: gradient-checked as gather's cases.
-      {"gather", false, [](const Tensor& x) { return kiln::sort(x, 2).values; }},
-      {"gather", false, [](const Tensor& x) { return kiln::topk(x, 3, -1).values; }},
-      {"gather", false, [](const Tensor& x) { return kiln::topk(x, 2, 0, false).values; }},
+      {"gather", false, [](const Tensor& x) { return kiln::sort(x, 2).values; }, true},
+      {"gather", false, [](const Tensor& x) { return kiln::topk(x, 3, -1).values; }, true},
+      {"gather", false, [](const Tensor& x) { return kiln::topk(x, 2, 0, false).values; }, true},
       // The linalg rows on well-conditioned matrices built from x (4 x 4 blocks plus a multiple
       // of I, symmetric positive definite ones for cholesky and eigh); the decompositions are
       // read through functions that do not depend on the signs LAPACK chose for the vectors.
@@ -612,7 +726,7 @@ TEST(RegistryOps, OtherRowsAgreeWithTheReferenceOnEveryExecutor) {
     const Op op = other::op_named(c.op);
     for (DType t : kAllTypes) {
       const std::string what = std::string(c.op) + " case (" + type_name(t) + ")";
-      if (!kiln::detail::accepts(op, t)) {
+      if (!kiln::detail::accepts(op, t) || (c.sorts && kiln::is_complex(t))) {
         EXPECT_EQ(kiln_test::code_of([&] { (void)c.build(other::smooth_values(t, other::kShape)); }),
                   kiln::ErrorCode::wrong_type)
             << what << ": the registry refuses " << type_name(t);

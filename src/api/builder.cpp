@@ -43,7 +43,6 @@ void check_operand_types(Op op, DType dtype, const std::vector<NodePtr>& inputs)
   const char* wanted = info.operands == Operands::integer   ? "integer"
                        : info.operands == Operands::numeric ? "numeric (not bool)"
                        : info.operands == Operands::real    ? "real (not complex)"
-                       : info.operands == Operands::inexact ? "float or complex"
                                                             : "real float";
   if (inputs.empty()) {
     if (!accepts(op, dtype))
@@ -110,7 +109,7 @@ Tensor float_operand(const Tensor& a) {
 
 Tensor float_operand(Op op, const Tensor& a) {
   const OpInfo& info = op_info(op);
-  return info.type_rule == TypeRule::float_valued || info.operands == Operands::inexact
+  return info.type_rule == TypeRule::float_valued || info.type_rule == TypeRule::to_real_float
              ? float_operand(a)
              : a;
 }

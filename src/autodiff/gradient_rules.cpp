@@ -204,7 +204,9 @@ KILN_UNARY_RULE(sinh, g * cosh(x))
 KILN_UNARY_RULE(cosh, g * sinh(x))
 KILN_UNARY_RULE(tanh, g * (c(1, g) - y * y))
 KILN_UNARY_RULE(asinh, g / sqrt(x * x + c(1, g)))
-KILN_UNARY_RULE(acosh, g / sqrt(x * x - c(1, g)))
+// sqrt(x - 1) sqrt(x + 1), not sqrt(x^2 - 1): the two differ in sign off the real axis, and
+// the first is acosh's derivative on its principal branch.
+KILN_UNARY_RULE(acosh, g / (sqrt(x - c(1, g)) * sqrt(x + c(1, g))))
 KILN_UNARY_RULE(atanh, g / (c(1, g) - x * x))
 KILN_UNARY_RULE(reciprocal, -g * y * y)
 KILN_UNARY_RULE(sigmoid, g * y * (c(1, g) - y))

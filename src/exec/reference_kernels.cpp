@@ -40,7 +40,8 @@ void copy_kernel(const Node& n, const Operand& in, Buffer& out) {
 void unary_kernel(const Node& n, Buffer& out) {
   const Operand a = Operand::of(*n.inputs[0]);
   const bool keeps_input_type =
-      n.info().type_rule == TypeRule::to_i32 || n.info().type_rule == TypeRule::to_real;
+      n.info().type_rule == TypeRule::to_i32 || n.info().type_rule == TypeRule::to_real ||
+      (n.info().type_rule == TypeRule::to_real_float && is_complex(a.dtype));
   dispatch2(keeps_input_type ? a.dtype : n.dtype, n.dtype, [&]<class T, class O>() {
     O* o = out.as<O>();
     for (std::int64_t i = 0; i < out.numel(); ++i)

@@ -40,6 +40,7 @@ DType result_type(Op op, DType operand) {
     case TypeRule::float_valued: return is_inexact(operand) ? operand : DType::f64;
     case TypeRule::to_real: return real_type(operand);
     case TypeRule::to_complex: return complex_type(operand);
+    case TypeRule::to_real_float: return is_inexact(operand) ? real_type(operand) : DType::f64;
     case TypeRule::to_i32: return DType::i32;
     case TypeRule::to_bool: return DType::boolean;
     case TypeRule::to_i64: return DType::i64;
@@ -53,7 +54,6 @@ bool accepts(Op op, DType type) {
   switch (op_info(op).operands) {
     case Operands::numeric: return !is_bool(type);
     case Operands::real: return !is_complex(type);
-    case Operands::inexact: return is_inexact(type);
     case Operands::integer: return is_integer(type);
     case Operands::floating: return is_float(type);
     case Operands::any: break;

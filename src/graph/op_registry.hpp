@@ -44,7 +44,6 @@ enum class Operands : std::uint8_t {
   any,       // every dtype
   numeric,   // every dtype but bool (negation and subtraction, which have no boolean meaning)
   real,      // every dtype but the complex ones (orderings, and functions C++ has no complex form of)
-  inexact,   // the real float types and the complex types
   integer,   // i32 and i64
   floating,  // the real float types
 };
@@ -60,13 +59,12 @@ enum class TypeRule : std::uint8_t {
   to_real,       // the operand type, or for complex operands the type of their parts (abs, real,
                  // imag, angle), computed in the operand type
   to_complex,    // the complex type of the promoted (real) operand type: complex(re, im)
+  to_real_float, // float_valued for real operands, the type of the parts for complex ones (angle)
   to_i64,        // i64 result (argmax, argmin, argsort)
 };
 
 // Whether operands of this kind may be complex.
-constexpr bool takes_complex(Operands o) {
-  return o == Operands::any || o == Operands::numeric || o == Operands::inexact;
-}
+constexpr bool takes_complex(Operands o) { return o == Operands::any || o == Operands::numeric; }
 // Whether a row computes complex values: its semantics are then instantiated for std::complex as
 // well, so they must compile for it. complex(re, im) takes real operands and computes in its
 // complex result type.
@@ -116,7 +114,7 @@ enum class Gradient : std::uint8_t {
   UNARY(real, any, to_real, rule, FOTHER, real_part(x), x, scalar, "({0})")                     \
   UNARY(imag, any, to_real, rule, FOTHER, imaginary_part(x), T{0}, scalar, "(0)")               \
   UNARY(conj, any, same, rule, FOTHER, conjugate(x), x, scalar, "({0})")                        \
-  UNARY(angle, inexact, to_real, rule, FOTHER, angle_of(x), KILN_NOT_FOR_INTEGERS, scalar,      \
+  UNARY(angle, any, to_real_float, rule, FOTHER, angle_of(x), KILN_NOT_FOR_INTEGERS, scalar,     \
         "kiln_angle({0})")                                                                      \
   UNARY(square, any, same, rule, FOTHER, x * x, wrap_mul(x, x), plain, "({0} * {0})")           \
   UNARY(relu, real, same, rule, FOTHER, x < T{0} ? T{0} : x, x > 0 ? x : T{0}, plain,            \

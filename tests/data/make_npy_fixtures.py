@@ -24,6 +24,8 @@ def main(out_dir):
     save("f4_fortran_3x2", np.asfortranarray(np.arange(6, dtype="<f4").reshape(3, 2)))
     save("u8_large", np.array([2**63 + 1], dtype="<u8"))
     save("c8_complex", np.array([1 + 2j], dtype="<c8"))
+    save("c16_big_endian", np.array([1.5 - 0.25j, -3e300 + 1j], dtype=">c16"))
+    save("m8_datetime", np.array(["2026-01-01"], dtype="<M8[D]"))
     save("empty_0x4", np.zeros((0, 4), dtype="<i4"))
     arrays = {"weights": np.arange(12, dtype="<f4").reshape(3, 4),
               "labels": np.array([3, 1, 2], dtype="<i8")}

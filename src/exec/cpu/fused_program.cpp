@@ -85,6 +85,7 @@ void loop2(const T* a, const T* b, O* o, std::int64_t n, F f) {
 #define KILN_FIXED_IF_to_real(make, name) make(name)
 #define KILN_FIXED_IF_float_valued(make, name)
 #define KILN_FIXED_IF_to_complex(make, name)
+#define KILN_FIXED_IF_to_real_float(make, name)
 #define KILN_FIXED_UNARY_CASE_(name) \
   case Op::name: return loop1(a, o, n, [](T x) { return unary_value<T>(Op::name, x); });
 #define KILN_FIXED_BINARY_CASE_(name) \
@@ -114,6 +115,7 @@ void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
 #undef KILN_FIXED_IF_float_valued
 #undef KILN_FIXED_IF_to_real
 #undef KILN_FIXED_IF_to_complex
+#undef KILN_FIXED_IF_to_real_float
 #undef KILN_FIXED_UNARY_CASE_
 #undef KILN_FIXED_BINARY_CASE_
 
