@@ -214,7 +214,8 @@ bool touches_complex_types(const Node& n) {
 
 bool left_to_host(const Node& n, const FusionPolicy& policy) {
   return (!policy.narrow_types && touches_narrow_types(n)) ||
-         (!policy.complex_types && touches_complex_types(n));
+         (!policy.complex_types && touches_complex_types(n) &&
+          !(policy.complex_matmul && n.op == Op::matmul));
 }
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy) {

@@ -65,6 +65,8 @@ struct FusionPolicy {
   bool complex_types = false;     // kernels of c64 and c128: without them, a node that has or
                                   // reads complex values is run by the reference kernel on the
                                   // host, like the narrow types
+  bool complex_matmul = false;    // without complex_types: the backend's matmul kernels still
+                                  // take c64 and c128 (BLAS cgemm/zgemm)
 };
 
 // Whether the node's values or its inputs' are of a narrow type (is_narrow: f16, bf16, bool).

@@ -92,6 +92,7 @@ class CpuBackend final : public Backend {
   FusionPolicy fusion() const override {
     FusionPolicy policy;
     policy.narrow_types = true;
+    policy.complex_matmul = true;  // cgemm/zgemm (gemm.cpp); other complex ops run on the host
     return policy;
   }
 

@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <complex>
 #include <optional>
 
 #include "exec/cpu/bf16_gemm.hpp"
@@ -97,6 +98,68 @@ bool bf16_matmul(const Node& root, const KernelInput& a_in, const KernelInput& b
   return true;
 }
 
+// A stack of complex products with BLAS's cgemm/zgemm. An operand of another type, or read
+// through a view BLAS cannot take, is copied into a contiguous complex stack first.
+bool complex_matmul(const Node& root, const KernelInput& a_in, const KernelInput& b_in,
+                    Buffer& out) {
+  const Shape& sa = root.inputs[0]->shape;
+  const Shape& sb = root.inputs[1]->shape;
+  const std::size_t rank = root.shape.size();
+  const std::int64_t m = sa[rank - 2], k = sa[rank - 1], n = sb[rank - 1];
+  if (m == 0 || n == 0) return true;
+  const DType type = root.dtype;
+  auto operand = [&](const KernelInput& in, const Shape& shape) {
+    if (in.node->dtype == type)
+      if (auto layout = library_layout(in, shape, type)) {
+        Matrices matrices;
+        static_cast<MatrixLayout&>(matrices) = std::move(*layout);
+        matrices.buffer = in.node->result.get();
+        return matrices;
+      }
+    const Operand values{in.node->result.get(), in.view, in.node->dtype, shape};
+    Matrices matrices;
+    matrices.owned = std::make_shared<Buffer>(type, shape_numel(shape));
+    dispatch_with_complex(type, [&]<class T>() {
+      if constexpr (is_complex_v<T>) {
+        T* o = matrices.owned->as<T>();
+        for (std::int64_t i = 0; i < matrices.owned->numel(); ++i) o[i] = values.get<T>(i);
+      }
+    });
+    matrices.buffer = matrices.owned.get();
+    static_cast<MatrixLayout&>(matrices) = row_major_layout(shape);
+    return matrices;
+  };
+  const Matrices a = operand(a_in, sa), b = operand(b_in, sb);
+  const Shape batch(root.shape.begin(), root.shape.end() - 2);
+  const std::int64_t batches = shape_numel(batch);
+  dispatch_with_complex(type, [&]<class T>() {
+    if constexpr (is_complex_v<T>) {
+      T* c = out.as<T>();
+      const T one{1}, zero{0};
+      for (std::int64_t bt = 0; bt < batches; ++bt) {
+        const T* pa = a.buffer->as<T>() + batch_offset(a, batch, bt);
+        const T* pb = b.buffer->as<T>() + batch_offset(b, batch, bt);
+        T* pc = c + bt * m * n;
+        if (k == 0) {
+          std::fill(pc, pc + m * n, zero);
+          continue;
+        }
+        const auto ta = a.transposed ? CblasTrans : CblasNoTrans;
+        const auto tb = b.transposed ? CblasTrans : CblasNoTrans;
+        if constexpr (std::is_same_v<T, std::complex<float>>)
+          cblas_cgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n),
+                      static_cast<int>(k), &one, pa, static_cast<int>(a.ld), pb,
+                      static_cast<int>(b.ld), &zero, pc, static_cast<int>(n));
+        else
+          cblas_zgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n),
+                      static_cast<int>(k), &one, pa, static_cast<int>(a.ld), pb,
+                      static_cast<int>(b.ld), &zero, pc, static_cast<int>(n));
+      }
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 // The product of f32 or f64 operands (`type`) into `out`, of that type.
@@ -105,6 +168,7 @@ bool matmul_of_float_type(const Node& root, const KernelInput& a_in, const Kerne
 
 bool matmul_with_library(const Node& root, const KernelInput& a_in, const KernelInput& b_in,
                          Buffer& out) {
+  if (is_complex(root.dtype)) return complex_matmul(root, a_in, b_in, out);
   if (!is_float(root.dtype)) return false;
   if (root.dtype == DType::bf16 && root.inputs[0]->dtype == DType::bf16 &&
       root.inputs[1]->dtype == DType::bf16 && bf16_matmul(root, a_in, b_in, out))
