@@ -327,6 +327,19 @@ TEST(Complex, EveryExecutorMatchesTheReference) {
   }
 }
 
+TEST(Complex, CompiledFunctionsKeepImaginaryConstants) {
+  // The rewrite passes take a constant as 1 or 0 only when its imaginary part is 0 too.
+  const Tensor z = kiln::placeholder({2}, DType::c64, "z");
+  const kiln::Function f =
+      kiln::compile({z}, {z * c64(1, 5), z + c64(0, 2), z * c64(1, 0), z - c64(0, 0)});
+  const Tensor arg = Tensor::from(std::vector<c64>{{1, 1}, {2, -1}});
+  const auto out = f(arg);
+  EXPECT_EQ(out[0].to_vector<c64>(), (std::vector<c64>{{-4, 6}, {7, 9}}));
+  EXPECT_EQ(out[1].to_vector<c64>(), (std::vector<c64>{{1, 3}, {2, 1}}));
+  EXPECT_EQ(out[2].to_vector<c64>(), arg.to_vector<c64>());
+  EXPECT_EQ(out[3].to_vector<c64>(), arg.to_vector<c64>());
+}
+
 TEST(Complex, TheCApiRefusesComplexTensors) {
   try {
     (void)kiln::capi::to_ftype(DType::c64);

@@ -33,6 +33,11 @@ std::optional<double> uniform_value(const Node& n) {
   if (leaf == nullptr || !is_constant_leaf(*leaf) || leaf->numel() == 0 || leaf->numel() > 16)
     return std::nullopt;
   const Buffer& b = host_values(*leaf);
+  // A complex constant is taken as a real value only when every imaginary part is +0.
+  if (is_complex(leaf->dtype))
+    for (std::int64_t i = 0; i < b.numel(); ++i)
+      if (std::bit_cast<std::uint64_t>(b.get<std::complex<double>>(i).imag()) != 0)
+        return std::nullopt;
   const double first = b.get<double>(0);
   for (std::int64_t i = 1; i < b.numel(); ++i)
     if (std::bit_cast<std::uint64_t>(b.get<double>(i)) != std::bit_cast<std::uint64_t>(first))
@@ -49,7 +54,9 @@ bool same_layer(const ViewLayer& a, const ViewLayer& b) {
   return a.shape == b.shape && a.strides == b.strides && a.offset == b.offset &&
          a.valid == b.valid && a.fill.dtype() == b.fill.dtype() &&
          std::bit_cast<std::uint64_t>(a.fill.as<double>()) ==
-             std::bit_cast<std::uint64_t>(b.fill.as<double>());
+             std::bit_cast<std::uint64_t>(b.fill.as<double>()) &&
+         std::bit_cast<std::uint64_t>(a.fill.as<std::complex<double>>().imag()) ==
+             std::bit_cast<std::uint64_t>(b.fill.as<std::complex<double>>().imag());
 }
 
 bool same_map(const ViewMap& a, const ViewMap& b) {
@@ -63,7 +70,7 @@ Node* same_bits_as(const Node& n) {
     Node* in = n.inputs[i].get();
     return in->dtype == n.dtype && in->shape == n.shape ? in : nullptr;
   };
-  const bool integer = !is_float(n.dtype);
+  const bool integer = !is_inexact(n.dtype);
   switch (n.op) {
     case Op::convert: return operand(0);
     case Op::neg: {
@@ -140,8 +147,10 @@ class NodeKey {
   }
   void put(const Scalar& s) {
     put(static_cast<std::uint64_t>(s.dtype()));
-    put(is_float(s.dtype()) ? std::bit_cast<std::uint64_t>(s.as<double>())
-                            : static_cast<std::uint64_t>(s.as<std::int64_t>()));
+    put(is_inexact(s.dtype()) ? std::bit_cast<std::uint64_t>(s.as<double>())
+                              : static_cast<std::uint64_t>(s.as<std::int64_t>()));
+    if (is_complex(s.dtype()))
+      put(std::bit_cast<std::uint64_t>(s.as<std::complex<double>>().imag()));
   }
   std::string bytes_;
 };

@@ -10,7 +10,14 @@ namespace {
 
 enum Tag : std::uint64_t { computed_value = 1, unevaluated_view = 2, unevaluated_op = 3 };
 
+// One word of a scalar: its bits; a complex value's two parts mixed (kernels of complex values
+// run on the host, which reads the value from the node, so a rare collision costs nothing).
 std::uint64_t scalar_bits(const Scalar& s) {
+  if (is_complex(s.dtype())) {
+    const auto z = s.as<std::complex<double>>();
+    return std::bit_cast<std::uint64_t>(z.real()) ^
+           std::rotl(std::bit_cast<std::uint64_t>(z.imag()), 29);
+  }
   return is_float(s.dtype()) ? std::bit_cast<std::uint64_t>(s.as<double>())
                              : static_cast<std::uint64_t>(s.as<std::int64_t>());
 }
