@@ -456,6 +456,141 @@ TEST(Complex, GradientsFollowPyTorchsConventionAgainstFiniteDifferences) {
             kiln::ErrorCode::illegal_derive);
 }
 
+// The transform by its definition, in long double: X[k] = sum_j x[j] exp(sign 2 pi i jk / n).
+std::vector<c128> direct_dft(const std::vector<c128>& x, bool inverse) {
+  const auto n = static_cast<long double>(x.size());
+  std::vector<c128> out;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    std::complex<long double> total = 0;
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      const long double turn = static_cast<long double>((j * k) % x.size()) / n;
+      const long double angle = (inverse ? 2 : -2) * std::numbers::pi_v<long double> * turn;
+      total += std::complex<long double>(x[j]) * std::polar(1.0L, angle);
+    }
+    out.push_back(c128(inverse ? total / n : total));
+  }
+  return out;
+}
+
+std::vector<c128> signal(std::size_t n, double phase) {
+  std::vector<c128> x;
+  for (std::size_t j = 0; j < n; ++j)
+    x.push_back({std::sin(0.7 * j + phase) + 0.1 * j, std::cos(1.3 * j - phase) - 0.05 * j});
+  return x;
+}
+
+TEST(Complex, FftMatchesTheDefinitionForEveryLength) {
+  for (std::size_t n : {1u, 2u, 3u, 5u, 7u, 8u, 12u, 13u, 16u, 30u, 97u}) {
+    const std::vector<c128> x = signal(n, 0.3);
+    const Tensor t = Tensor::from(x);
+    expect_near(kiln::fft(t).to_vector<c128>(), direct_dft(x, false), 1e-13,
+                "fft of length " + std::to_string(n));
+    expect_near(kiln::ifft(t).to_vector<c128>(), direct_dft(x, true), 1e-13,
+                "ifft of length " + std::to_string(n));
+    const Tensor t64 = kiln::convert(t, DType::c64);
+    EXPECT_EQ(kiln::fft(t64).dtype(), DType::c64);
+    expect_near(kiln::fft(t64).to_vector<c128>(), direct_dft(t64.to_vector<c128>(), false), 1e-6,
+                "c64 fft of length " + std::to_string(n));
+    expect_near(kiln::ifft(kiln::fft(t)).to_vector<c128>(), x, 1e-13, "round trip");
+  }
+  // Along the first dimension of a [5, 3] tensor: each column on its own.
+  std::vector<c128> m;
+  for (int i = 0; i < 15; ++i) m.push_back({0.1 * i * i, 1.0 - 0.3 * i});
+  const Tensor columns = kiln::fft(kiln::reshape(Tensor::from(m), {5, 3}), std::nullopt, 0);
+  for (int c = 0; c < 3; ++c) {
+    std::vector<c128> column, got;
+    for (int r = 0; r < 5; ++r) {
+      column.push_back(m[r * 3 + c]);
+      got.push_back(columns.at<c128>({r, c}));
+    }
+    expect_near(got, direct_dft(column, false), 1e-13, "column " + std::to_string(c));
+  }
+}
+
+TEST(Complex, FftLengthsNormsAndRealTransforms) {
+  const std::vector<c128> x = signal(6, 1.1);
+  const Tensor t = Tensor::from(x);
+  // n pads with zeros or cuts.
+  std::vector<c128> padded = x;
+  padded.resize(9);
+  expect_near(kiln::fft(t, 9).to_vector<c128>(), direct_dft(padded, false), 1e-13, "n = 9");
+  expect_near(kiln::fft(t, 4).to_vector<c128>(),
+              direct_dft(std::vector<c128>(x.begin(), x.begin() + 4), false), 1e-13, "n = 4");
+  // The three norms.
+  const std::vector<c128> plain = direct_dft(x, false);
+  std::vector<c128> forward, ortho;
+  for (c128 v : plain) forward.push_back(v / 6.0), ortho.push_back(v / std::sqrt(6.0));
+  expect_near(kiln::fft(t, std::nullopt, -1, "forward").to_vector<c128>(), forward, 1e-13,
+              "forward");
+  expect_near(kiln::fft(t, std::nullopt, -1, "ortho").to_vector<c128>(), ortho, 1e-13, "ortho");
+  for (const char* norm : {"backward", "forward", "ortho"})
+    expect_near(kiln::ifft(kiln::fft(t, std::nullopt, -1, norm), std::nullopt, -1, norm)
+                    .to_vector<c128>(),
+                x, 1e-14, norm);
+  // Real signals: fft gives c64 from f32, c128 from f64; rfft the n/2 + 1 first outputs.
+  const Tensor r = kiln::tensor({1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0});  // odd length
+  EXPECT_EQ(kiln::fft(kiln::convert(r, DType::f32)).dtype(), DType::c64);
+  EXPECT_EQ(kiln::fft(r).dtype(), DType::c128);
+  EXPECT_EQ(kiln::fft(kiln::tensor({1, 2, 3})).dtype(), DType::c64);
+  const Tensor half = kiln::rfft(r);
+  EXPECT_EQ(half.shape(), (Shape{4}));
+  const std::vector<c128> full = kiln::fft(r).to_vector<c128>();
+  expect_near(half.to_vector<c128>(), std::vector<c128>(full.begin(), full.begin() + 4), 1e-15,
+              "rfft");
+  // irfft inverts rfft: n = 2 (m - 1) by default (even lengths); odd ones name n.
+  const Tensor even = kiln::tensor({1.0, -2.0, 0.5, 3.0, 0.25, -1.0});
+  EXPECT_EQ(kiln::irfft(kiln::rfft(even)).dtype(), DType::f64);
+  expect_near(kiln::convert(kiln::irfft(kiln::rfft(even)), DType::c128).to_vector<c128>(),
+              kiln::convert(even, DType::c128).to_vector<c128>(), 1e-14, "irfft, even");
+  expect_near(kiln::convert(kiln::irfft(kiln::rfft(r), 7), DType::c128).to_vector<c128>(),
+              kiln::convert(r, DType::c128).to_vector<c128>(), 1e-14, "irfft, odd");
+  // Bad input: clear errors.
+  using kiln::ErrorCode;
+  EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::rfft(t); }), ErrorCode::wrong_type);
+  EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::fft(t, 0); }), ErrorCode::invalid_select);
+  EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::fft(t, std::nullopt, -1, "unitary"); }),
+            ErrorCode::invalid_select);
+  EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::fft(kiln::sum(t)); }),
+            ErrorCode::illegal_dimensionality);
+  EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::fft(t, std::nullopt, 1); }),
+            ErrorCode::illegal_dimension);
+}
+
+TEST(Complex, FftGradientsAgainstFiniteDifferences) {
+  const Tensor w = Tensor::from(signal(8, 2.0));
+  check_gradient("fft", [&](const Tensor& z) { return kiln::sum(kiln::abs(kiln::fft(z) * w)); },
+                 kSmoothPoints);
+  check_gradient("ifft with n and ortho",
+                 [&](const Tensor& z) {
+                   return kiln::sum(kiln::real(kiln::ifft(z, 11, -1, "ortho"))) +
+                          kiln::sum(kiln::imag(kiln::ifft(z, 5)));
+                 },
+                 kSmoothPoints);
+  // Real inputs: rfft and irfft.
+  const std::vector<double> points = {0.5, -1.2, 2.0, 0.3, -0.7, 1.1, 0.9, -2.2};
+  const Tensor weights = kiln::tensor({1.0, -0.5, 2.0, 0.25, 1.5});
+  auto f = [&](const Tensor& x) {
+    return kiln::sum(kiln::abs(kiln::rfft(x) * weights)) +
+           kiln::sum(kiln::irfft(kiln::fft(x), 8) * kiln::irfft(kiln::rfft(x * x)));
+  };
+  const Tensor x = Tensor::from(points).watch();
+  Tensor g;
+  {
+    kiln::GradientContext ctx;
+    g = kiln::gradient(f(x), x);
+  }
+  EXPECT_EQ(g.dtype(), DType::f64);
+  constexpr double h = 1e-6;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    std::vector<double> up = points, down = points;
+    up[i] += h;
+    down[i] -= h;
+    const double want =
+        (f(Tensor::from(up)).item<double>() - f(Tensor::from(down)).item<double>()) / (2 * h);
+    EXPECT_NEAR(g.to_vector<double>()[i], want, 1e-6 * (1 + std::abs(want))) << "element " << i;
+  }
+}
+
 TEST(Complex, SecondDerivatives) {
   // d/dz of the gradient of |z|^4 / 4 summed: the gradient is z |z|^2; its real part's gradient
   // is d(x^3 + x y^2)/dx + i d(x^3 + x y^2)/dy = (3x^2 + y^2) + 2xy i.

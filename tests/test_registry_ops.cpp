@@ -690,6 +690,13 @@ const std::vector<Case>& cases() {
          return kiln::concat({kiln::unsqueeze(f.eigenvalues, -1),
                               kiln::matmul(v * w2, kiln::transpose(v, -1, -2))}, 3);
        }},
+      // The transform along two dimensions, forward and inverse, read through its parts.
+      {"fft", true,
+       [](const Tensor& x) {
+         return kiln::concat({kiln::real(kiln::fft(x, std::nullopt, 2)),
+                              kiln::imag(kiln::ifft(x, std::nullopt, 1))},
+                             0);
+       }},
       {"lstsq", true,
        [](const Tensor& x) {  // a tall [2, 3, 5, 4] A
          return kiln::lstsq(kiln::transpose(x, -1, -2), flat_part(x * 0.5, {2, 3, 5, 2}));

@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/tensor.hpp"
@@ -229,6 +231,23 @@ Tensor complex(const Tensor& re, Scalar im);
 Tensor complex(Scalar re, const Tensor& im);
 /// abs * (cos(angle) + i sin(angle)), as libtorch's polar.
 Tensor polar(const Tensor& abs, const Tensor& angle);
+
+/// ---- the discrete Fourier transform ---------------------------------------------------------
+/// Along dimension `dim`, as torch::fft: X[k] = sum_j x[j] exp(-2 pi i jk / n). `n` cuts or
+/// zero-pads the input along `dim` first (default: its length). `norm` is "backward" (ifft scales
+/// by 1/n), "forward" (fft does) or "ortho" (both by 1/sqrt(n)). Computed with KISS FFT in double
+/// (a c64 result is rounded once); any length works (mixed radix). Real inputs give c64 (c128
+/// from f64), and their gradients are real.
+Tensor fft(const Tensor& x, std::optional<std::int64_t> n = std::nullopt, int dim = -1,
+           std::string_view norm = "backward");
+Tensor ifft(const Tensor& x, std::optional<std::int64_t> n = std::nullopt, int dim = -1,
+            std::string_view norm = "backward");
+/// The fft of a real tensor's n/2 + 1 non-negative frequencies (the others are their conjugates).
+Tensor rfft(const Tensor& x, std::optional<std::int64_t> n = std::nullopt, int dim = -1,
+            std::string_view norm = "backward");
+/// rfft's inverse: the real signal of length n (default 2 (m - 1) for m given frequencies).
+Tensor irfft(const Tensor& x, std::optional<std::int64_t> n = std::nullopt, int dim = -1,
+             std::string_view norm = "backward");
 inline Tensor operator-(const Tensor& a) { return neg(a); }
 
 /// ---- reductions ---------------------------------------------------------------------------------

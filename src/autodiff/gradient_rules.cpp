@@ -21,8 +21,6 @@ namespace {
 
 using I64s = std::vector<std::int64_t>;
 
-Tensor input(const Tensor& node, std::size_t i) { return Tensor(node.node()->inputs[i]); }
-
 // A real constant in the float type of `like` (of its parts, where `like` is complex, so that it
 // keeps a c64 gradient c64).
 Tensor c(double v, const Tensor& like) {
@@ -518,6 +516,14 @@ KILN_RULE(cumprod) {
 // argsort is index-valued (Gradient::zero); sort and topk gather their values with its indices,
 // so their gradient is gather's.
 
+// The transform is linear: y = F x (F[k, j] = exp(-2 pi i jk / n)) gives x the gradient
+// F^H g = n ifft(g), and the inverse, (1 / n) F^H x, gives (1 / n) F g = fft(g) / n.
+KILN_RULE(fft) {
+  const int axis = static_cast<int>(b.n.attrs.axes[0]);
+  const auto n = static_cast<double>(b.n.shape[static_cast<std::size_t>(axis)]);
+  if (b.n.attrs.inverse) return {fft(b.g, std::nullopt, axis) / n};
+  return {ifft(b.g, std::nullopt, axis) * n};
+}
 #undef KILN_RULE
 #undef KILN_UNARY_RULE
 

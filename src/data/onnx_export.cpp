@@ -511,6 +511,7 @@ void Exporter::emit(const Node& n) {
       out = cast(sorted[1], DType::i64, t);
       break;
     }
+    case OpKind::spectral: no_onnx_form(n, "complex values have no ONNX form in kiln's export");
     case OpKind::linalg:
       if (n.op != Op::det) no_onnx_form(n, "ONNX has no such decomposition");
       out = node("Det", {operand(n, 0, t)});

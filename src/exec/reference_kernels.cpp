@@ -287,6 +287,7 @@ void run_typed_reference_kernel(const Node& n, Buffer& out) {
     case OpKind::scan: return scan_kernel(n, out);
     case OpKind::sort: return sort_kernel(n, out);
     case OpKind::linalg: return run_lapack_kernel(n, out);
+    case OpKind::spectral: return run_spectral_kernel(n, out);
   }
   unsupported(n);
 }

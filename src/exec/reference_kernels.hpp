@@ -25,6 +25,9 @@ void run_reference_window2d_kernel(const Node& node, Buffer& out);
 // this same function, so LAPACK is the oracle for these ops.
 void run_lapack_kernel(const Node& node, Buffer& out);
 
+// The kernel of the fft row: KISS FFT on the host (spectral_kernels.cpp), for every executor.
+void run_spectral_kernel(const Node& node, Buffer& out);
+
 // The uniform [0, 1) value number `index` of the stream `seed`: a counter-based generator, so
 // every executor produces the same values in any order.
 double uniform_value(std::uint64_t seed, std::uint64_t index);

@@ -36,6 +36,8 @@ enum class OpKind : std::uint8_t {
   sort,     // argsort along attrs.axes[0] (stable; attrs.descending; NaN is the largest)
   linalg,   // LAPACK on the host, per matrix of the leading (batch) dimensions; the ops with
             // several results (qr, svd, eigh) are one node per result, attrs.axes[0] choosing it
+  spectral, // the discrete Fourier transform along attrs.axes[0] (attrs.inverse: the inverse,
+            // scaled by 1/n), on the host with KISS FFT
 };
 
 // Which types an op's value operands may have (for sources: the type they are built with). A
@@ -58,7 +60,7 @@ enum class TypeRule : std::uint8_t {
   to_bool,       // bool result, computed in the promoted operand type (comparisons)
   to_real,       // the operand type, or for complex operands the type of their parts (abs, real,
                  // imag, angle), computed in the operand type
-  to_complex,    // the complex type of the promoted (real) operand type: complex(re, im)
+  to_complex,    // the complex type of the promoted operand type: complex(re, im), fft
   to_real_float, // float_valued for real operands, the type of the parts for complex ones (angle)
   to_i64,        // i64 result (argmax, argmin, argsort)
 };
@@ -222,7 +224,8 @@ enum class Gradient : std::uint8_t {
   OP(qr, linalg, 1, floating, same, rule, FOTHER)                                               \
   OP(svd, linalg, 1, floating, same, rule, FOTHER)                                              \
   OP(eigh, linalg, 1, floating, same, rule, FOTHER)                                             \
-  OP(lstsq, linalg, 2, floating, same, rule, FOTHER)
+  OP(lstsq, linalg, 2, floating, same, rule, FOTHER)                                            \
+  OP(fft, spectral, 1, any, to_complex, rule, FOTHER)
 
 // For consumers that treat every row alike: define KILN_OP_ROW(name, kind, arity, operands,
 // result, gradient, flint), then expand KILN_OP_ROWS().

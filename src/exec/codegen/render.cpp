@@ -167,8 +167,11 @@ std::string literal(const Scalar& s, DType t, const Dialect& d) {
       std::snprintf(text, sizeof text, "%a", v);
       return "(" + type + ")" + text;
     }
+    case DType::c64:
+    case DType::c128: break;  // never rendered (FusionPolicy::complex_types)
   }
-  return "0";
+  throw Error(ErrorCode::internal_error,
+              std::string("a ") + dtype_name(t) + " literal in a generated kernel");
 }
 
 // `expr`, a value of type `from`, as type `to` (convert_value's rules).
