@@ -200,6 +200,18 @@ TEST(Complex, ReductionsAndMatrixProducts) {
   expect_near({kiln::prod(z).item<c128>()}, {product}, 1e-15, "prod");
   expect_near({kiln::mean(z).item<c128>()}, {total / 8.0}, 1e-15, "mean");
   EXPECT_EQ(kiln::mean(z).dtype(), DType::c128);
+  // var, std and norm are real: of |z - mean|^2 and |z|^2.
+  double squares = 0, deviations = 0;
+  for (c128 v : kPoints) squares += std::norm(v), deviations += std::norm(v - total / 8.0);
+  EXPECT_EQ(kiln::var(z).dtype(), DType::f64);
+  EXPECT_NEAR(kiln::var(z).item<double>(), deviations / 7, 1e-14);
+  EXPECT_NEAR(kiln::std(z).item<double>(), std::sqrt(deviations / 7), 1e-14);
+  EXPECT_NEAR(kiln::norm(z).item<double>(), std::sqrt(squares), 1e-14);
+  EXPECT_NEAR(kiln::norm(z, 1.0).item<double>(), [&] {
+    double s = 0;
+    for (c128 v : kPoints) s += std::abs(v);
+    return s;
+  }(), 1e-14);
   expect_near(kiln::sum(z, {0}).to_vector<c128>(),
               {kPoints[0] + kPoints[4], kPoints[1] + kPoints[5], kPoints[2] + kPoints[6],
                kPoints[3] + kPoints[7]},

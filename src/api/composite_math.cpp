@@ -25,6 +25,12 @@ Tensor truth(const Tensor& x) {
   return is_bool(x.dtype()) ? x : not_equal(x, typed(0, x.dtype()));
 }
 
+// |x|^2, real: x^2 for real x, re^2 + im^2 for complex x (var, std and norm of complex tensors
+// are real, as libtorch's).
+Tensor squared_magnitude(const Tensor& x) {
+  return is_complex(x.dtype()) ? square(real(x)) + square(imag(x)) : square(x);
+}
+
 // Both operands broadcast normally to their common shape.
 std::pair<Tensor, Tensor> aligned(std::string_view op, const Tensor& a, const Tensor& b) {
   detail::node_of(a, op);
@@ -190,7 +196,8 @@ Tensor var(const Tensor& x, std::vector<int> dims, std::int64_t correction, bool
   // Two passes (deviations from the mean) rather than E[x^2] - E[x]^2, which cancels badly.
   const Tensor deviation = v - mean(v, dims, true);
   const double divisor = static_cast<double>(std::max<std::int64_t>(0, n - correction));
-  return div(sum(square(deviation), dims, keepdim), typed(divisor, v.dtype()));
+  return div(sum(squared_magnitude(deviation), dims, keepdim),
+             typed(divisor, real_type(v.dtype())));
 }
 
 Tensor std(const Tensor& x, std::vector<int> dims, std::int64_t correction, bool keepdim) {
@@ -204,7 +211,7 @@ Tensor norm(const Tensor& x, double p, std::vector<int> dims, bool keepdim) {
   detail::node_of(x, "norm");
   dims = detail::reduction_dims("norm", std::move(dims), x.shape());
   const Tensor v = as_float(x);
-  const DType t = v.dtype();
+  const DType t = real_type(v.dtype());
   if (p == kInf || p == -kInf) {
     // max/min of nothing is undefined; libtorch refuses it too.
     if (reduced_count(x.shape(), dims) == 0)
@@ -213,6 +220,9 @@ Tensor norm(const Tensor& x, double p, std::vector<int> dims, bool keepdim) {
     return p > 0 ? max(abs(v), dims, keepdim) : min(abs(v), dims, keepdim);
   }
   if (p == 0) return sum(convert(truth(v), t), dims, keepdim);
+  if (p == 2 && is_complex(v.dtype()))
+    return root_of_sum(sum(squared_magnitude(v), dims, keepdim),
+                       [](const Tensor& s) { return sqrt(s); });
   if (p == 1) return sum(abs(v), dims, keepdim);
   if (p == 2)
     return root_of_sum(sum(square(v), dims, keepdim), [](const Tensor& s) { return sqrt(s); });
