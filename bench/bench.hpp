@@ -26,6 +26,9 @@ enum class Kind {
   op_chain_eager,  // the same, every op evaluated
   mlp_step,        // one training step of a small MLP: forward, cross-entropy, backward, SGD
   mlp_step_compiled,  // the same step as a kiln::Function (libtorch runs its eager step)
+  complex_expression,  // z = complex(a, b); exp(z) * z + z
+  complex_matmul,      // complex(a, b) @ complex(c, d), c64
+  fft,                 // fft(complex(a, b)) along the last dimension, c64
 };
 
 inline bool is_mlp_step(Kind k) { return k == Kind::mlp_step || k == Kind::mlp_step_compiled; }

@@ -44,7 +44,16 @@ class KilnCase : public Case {
     kiln::current_executor()->synchronize();  // a device's queued kernels count too
   }
 
-  std::vector<float> result() override { return out_.to_vector<float>(); }
+  // Complex results as their parts, interleaved.
+  std::vector<float> result() override {
+    if (!kiln::is_complex(out_.dtype())) return out_.to_vector<float>();
+    std::vector<float> parts;
+    for (const auto& z : out_.to_vector<std::complex<float>>()) {
+      parts.push_back(z.real());
+      parts.push_back(z.imag());
+    }
+    return parts;
+  }
 
  private:
   kiln::Tensor build() const {
@@ -56,6 +65,13 @@ class KilnCase : public Case {
       case Kind::sum_axis1: return kiln::sum(a, {1});
       case Kind::sum_all: return kiln::sum(a);
       case Kind::matmul: return kiln::matmul(a, in_[1]);
+      case Kind::complex_expression: {
+        const kiln::Tensor z = kiln::complex(a, in_[1]);
+        return kiln::exp(z) * z + z;
+      }
+      case Kind::complex_matmul:
+        return kiln::matmul(kiln::complex(a, in_[1]), kiln::complex(in_[2], in_[3]));
+      case Kind::fft: return kiln::fft(kiln::complex(a, in_[1]));
       case Kind::conv2d: {
         kiln::Conv2dOptions options;
         options.padding = {1, 1};

@@ -33,7 +33,9 @@ class TorchCase : public Case {
   }
 
   std::vector<float> result() override {
-    const torch::Tensor t = out_.contiguous().to(torch::kFloat);
+    // Complex results as their parts, interleaved.
+    const torch::Tensor real = out_.is_complex() ? torch::view_as_real(out_.contiguous()) : out_;
+    const torch::Tensor t = real.contiguous().to(torch::kFloat);
     const float* p = t.data_ptr<float>();
     return std::vector<float>(p, p + t.numel());
   }
@@ -48,6 +50,13 @@ class TorchCase : public Case {
       case Kind::sum_axis1: return a.sum(1);
       case Kind::sum_all: return a.sum();
       case Kind::matmul: return torch::matmul(a, in_[1]);
+      case Kind::complex_expression: {
+        const torch::Tensor z = torch::complex(a, in_[1]);
+        return torch::exp(z) * z + z;
+      }
+      case Kind::complex_matmul:
+        return torch::matmul(torch::complex(a, in_[1]), torch::complex(in_[2], in_[3]));
+      case Kind::fft: return torch::fft::fft(torch::complex(a, in_[1]));
       case Kind::conv2d: return torch::conv2d(a, in_[1], {}, /*stride=*/1, /*padding=*/1);
       case Kind::softmax: return torch::softmax(a, -1);
       case Kind::log_softmax: return torch::log_softmax(a, -1);

@@ -64,6 +64,16 @@ std::vector<Workload> all_workloads() {
   const Dims image{32, 16, 62, 62};
   w.push_back(memory_bound("max_pool2d 2x2 [32,16,62,62]", Kind::max_pool2d, {image},
                            1.25 * count(image) * kF32));
+  // Complex values (c64): the two f32 parts read, the c64 result written.
+  w.push_back(memory_bound("c64 exp(z)*z+z 4M", Kind::complex_expression,
+                           {{4'000'000}, {4'000'000}}, 4e6 * (2 * kF32 + 2 * kF32)));
+  // A complex multiply-add is 8 real flops.
+  w.push_back(compute_bound("c64 matmul 512x512", Kind::complex_matmul,
+                            {{512, 512}, {512, 512}, {512, 512}, {512, 512}},
+                            8 * 512.0 * 512 * 512));
+  // 5 n log2(n) flops per transform of n points (the radix-2 count).
+  w.push_back(compute_bound("c64 fft [256,4096] last dim", Kind::fft, {{256, 4096}, {256, 4096}},
+                            256 * 5 * 4096.0 * 12));
   w.push_back(Workload{"10k x=x+1 on [4], one eval (us/op)", Kind::op_chain_lazy, {{4}}, 0, 0,
                        10'000, false});
   w.push_back(Workload{"10k x=x+1 on [4], eval each (us/op)", Kind::op_chain_eager, {{4}}, 0, 0,

@@ -235,9 +235,9 @@ Tensor polar(const Tensor& abs, const Tensor& angle);
 /// ---- the discrete Fourier transform ---------------------------------------------------------
 /// Along dimension `dim`, as torch::fft: X[k] = sum_j x[j] exp(-2 pi i jk / n). `n` cuts or
 /// zero-pads the input along `dim` first (default: its length). `norm` is "backward" (ifft scales
-/// by 1/n), "forward" (fft does) or "ortho" (both by 1/sqrt(n)). Computed with KISS FFT in double
-/// (a c64 result is rounded once); any length works (mixed radix). Real inputs give c64 (c128
-/// from f64), and their gradients are real.
+/// by 1/n), "forward" (fft does) or "ortho" (both by 1/sqrt(n)). Computed with KISS FFT in the
+/// precision of the parts (float for c64, as libtorch); any length works (mixed radix). Real
+/// inputs give c64 (c128 from f64), and their gradients are real.
 Tensor fft(const Tensor& x, std::optional<std::int64_t> n = std::nullopt, int dim = -1,
            std::string_view norm = "backward");
 Tensor ifft(const Tensor& x, std::optional<std::int64_t> n = std::nullopt, int dim = -1,
