@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -230,6 +231,21 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
   ROW(x.to(kiln::DType::bf16), {
     // 0..23 are exact in bf16 (8 significant bits).
     expect_tensor(x.to(kiln::DType::bf16), DType::bf16, {2, 3, 4}, iota(24));
+  });
+  ROW(x.to(kiln::DType::c64), {
+    const Tensor z = x.to(kiln::DType::c64);
+    EXPECT_EQ(z.dtype(), DType::c64);
+    EXPECT_EQ(z.to_vector<std::complex<float>>()[5], std::complex<float>(5, 0));
+  });
+  ROW(kiln::complex(m, m), {
+    const Tensor z = kiln::complex(m, m);
+    EXPECT_EQ(z.dtype(), DType::c128);
+    EXPECT_EQ(z.to_vector<std::complex<double>>()[4], std::complex<double>(4, 4));
+  });
+  ROW(kiln::fft(v), {
+    // The transform of 0, 1, 2, 3.
+    EXPECT_EQ(kiln::fft(v).to_vector<std::complex<double>>(),
+              (std::vector<std::complex<double>>{{6, 0}, {-2, 2}, {-2, 0}, {-2, -2}}));
   });
   ROW(x.place_on(*kiln::cpu_executor()), {
     EXPECT_TRUE(x.place_on(*kiln::cpu_executor()).is_on(*kiln::cpu_executor()));

@@ -95,7 +95,7 @@ class Scheduler {
   // Whether this backend computes the node inside a fused elementwise kernel.
   bool fusable(const Node& n) const {
     return is_elementwise(n) && (policy_.host_callables || n.op != Op::custom_map) &&
-           !left_to_host(n, policy_);
+           fusable_types(n, policy_);
   }
 
   // Why `in` cannot be computed inside its consumer's kernel, or null when it can.
@@ -212,10 +212,14 @@ bool touches_complex_types(const Node& n) {
   return n.view_base != nullptr && is_complex(n.view_base->dtype);
 }
 
+bool fusable_types(const Node& n, const FusionPolicy& policy) {
+  return (policy.narrow_types || !touches_narrow_types(n)) &&
+         (policy.complex_types || !touches_complex_types(n));
+}
+
 bool left_to_host(const Node& n, const FusionPolicy& policy) {
   return (!policy.narrow_types && touches_narrow_types(n)) ||
-         (!policy.complex_types && touches_complex_types(n) &&
-          !(policy.complex_matmul && n.op == Op::matmul));
+         (!policy.complex_types && !policy.complex_single_kernels && touches_complex_types(n));
 }
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy) {

@@ -65,15 +65,19 @@ struct FusionPolicy {
   bool complex_types = false;     // kernels of c64 and c128: without them, a node that has or
                                   // reads complex values is run by the reference kernel on the
                                   // host, like the narrow types
-  bool complex_matmul = false;    // without complex_types: the backend's matmul kernels still
-                                  // take c64 and c128 (BLAS cgemm/zgemm)
+  bool complex_single_kernels = false;  // without complex_types: the backend's unfused kernels
+                                       // are offered complex nodes all the same, and it returns
+                                       // unsupported for those it has no kernel of (the host
+                                       // then runs them)
 };
 
 // Whether the node's values or its inputs' are of a narrow type (is_narrow: f16, bf16, bool).
 bool touches_narrow_types(const Node& n);
 // Whether the node's values or its inputs' are complex.
 bool touches_complex_types(const Node& n);
-// Whether a backend with this policy leaves the node to the host: it touches types it lacks.
+// Whether a backend with this policy computes the node inside its fused kernels (by its types).
+bool fusable_types(const Node& n, const FusionPolicy& policy);
+// Whether the runtime leaves the node to the host without offering it to the backend.
 bool left_to_host(const Node& n, const FusionPolicy& policy);
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy = {});

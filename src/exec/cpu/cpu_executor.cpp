@@ -40,6 +40,17 @@ KernelOutcome run_matmul(const Kernel& k) {
   return KernelOutcome::ran;
 }
 
+// Kernels of complex values (never fused): matrix products through BLAS, elementwise ops
+// (complex_kernels.cpp); the others are left to the runtime's reference kernel.
+KernelOutcome run_complex(const Kernel& k) {
+  if (k.kind == Kernel::Kind::matmul) return run_matmul(k);
+  if (k.kind != Kernel::Kind::single) return KernelOutcome::unsupported;
+  auto out = std::make_shared<Buffer>(k.root->dtype, k.root->numel());
+  if (!run_complex_elementwise(k, *out)) return KernelOutcome::unsupported;
+  k.root->result = std::move(out);
+  return KernelOutcome::ran;
+}
+
 // The ops without a fused kernel: CPU kernels where there are; the others are left to the
 // runtime's reference kernel, which KILN_DEBUG reports and KILN_PROFILE labels.
 KernelOutcome run_single(const Kernel& k) {
@@ -92,7 +103,7 @@ class CpuBackend final : public Backend {
   FusionPolicy fusion() const override {
     FusionPolicy policy;
     policy.narrow_types = true;
-    policy.complex_matmul = true;  // cgemm/zgemm (gemm.cpp); other complex ops run on the host
+    policy.complex_single_kernels = true;  // run_complex: BLAS products, elementwise ops
     return policy;
   }
 
@@ -109,6 +120,7 @@ class CpuBackend final : public Backend {
  private:
   [[gnu::noinline]] static KernelOutcome run_other(const KernelRun& r) {
     const Kernel& k = r.kernel;
+    if (touches_complex_types(*k.root)) return run_complex(k);
     switch (k.kind) {
       case Kernel::Kind::elementwise: break;  // run() took it
       case Kernel::Kind::reduce:

@@ -23,6 +23,10 @@ void copy_values(const KernelInput& in, Buffer& out);
 void run_materialize(const Kernel& k);
 void run_concat(const Kernel& k, Buffer& out);
 
+// An unfused elementwise op (unary or binary) computed in a complex type (complex_kernels.cpp);
+// false, with nothing written, for the others (the reference computes them).
+bool run_complex_elementwise(const Kernel& k, Buffer& out);
+
 // A reduction with its fused producer; returns whether it ran the reference kernel instead.
 bool run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structure);
 
