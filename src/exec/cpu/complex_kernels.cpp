@@ -2,7 +2,9 @@
 // (FusionPolicy::complex_types is off): each elementwise op of complex values is a kernel of its
 // own, computed here over operands in row-major memory with the registry's semantics
 // (exec/semantics/elementwise.hpp, as the reference computes them), split over kiln's threads.
-// Matrix products go to BLAS (gemm.cpp); the other complex kernels are left to the reference.
+// So are copies (materialised views, contiguous) and sums, products and means over adjacent axes, with the reference's accumulator
+// (semantics/reduction.hpp: complex<double>), one output per item of the split. Matrix products
+// go to BLAS (gemm.cpp); the other complex kernels are left to the reference.
 #include <complex>
 #include <memory>
 #include <vector>
@@ -10,7 +12,9 @@
 #include "exec/cpu/cpu_kernels.hpp"
 #include "exec/cpu/parallel.hpp"
 #include "exec/operand.hpp"
+#include "exec/reduction_geometry.hpp"
 #include "exec/semantics/elementwise.hpp"
+#include "exec/semantics/reduction.hpp"
 
 namespace kiln::detail::cpu {
 
@@ -69,7 +73,54 @@ template <class T, class O> void compute(const Kernel& k, Buffer& out) {
   });
 }
 
+template <class T>
+void reduce_block(const Kernel& k, Buffer& out, std::int64_t outer, std::int64_t reduced,
+                  std::int64_t inner) {
+  const Node& n = *k.root;
+  std::vector<T> storage;
+  const T* a = values_as<T>(k.inputs[0], n.inputs[0]->shape, outer * reduced * inner, storage);
+  T* o = out.as<T>();
+  parallel_for(outer * inner, grain_for(reduced), [&](std::int64_t begin, std::int64_t end) {
+    Reduction<T> reduction{n.op};
+    for (std::int64_t index = begin; index < end; ++index) {
+      const std::int64_t i = index / inner, position = index % inner;
+      reduction.start();
+      for (std::int64_t j = 0; j < reduced; ++j)
+        reduction.add(a[(i * reduced + j) * inner + position], j);
+      o[index] = reduction.template finish<T>(reduced);
+    }
+  });
+}
+
 }  // namespace
+
+bool run_complex_reduce(const Kernel& k, Buffer& out) {
+  const Node& n = *k.root;
+  if (!k.body.empty() || !is_complex(n.dtype) || n.inputs[0]->dtype != n.dtype) return false;
+  if (n.op != Op::sum && n.op != Op::prod && n.op != Op::mean) return false;
+  std::int64_t outer = 1, reduced = 1, inner = 1;
+  if (!as_block(n, n.inputs[0]->shape, outer, reduced, inner)) return false;
+  dispatch_with_complex(n.dtype, [&]<class T>() {
+    if constexpr (is_complex_v<T>) reduce_block<T>(k, out, outer, reduced, inner);
+  });
+  return true;
+}
+
+bool run_complex_copy(const Kernel& k, Buffer& out) {
+  const Node& n = *k.root;
+  if (!is_complex(n.dtype) || k.inputs.size() != 1) return false;
+  const KernelInput& in = k.inputs[0];
+  const Operand values{in.node->result.get(), in.view, in.node->dtype, n.shape};
+  dispatch_with_complex(n.dtype, [&]<class T>() {
+    if constexpr (is_complex_v<T>) {
+      T* o = out.as<T>();
+      parallel_for(out.numel(), kParallelValues, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) o[i] = values.get<T>(i);
+      });
+    }
+  });
+  return true;
+}
 
 bool run_complex_elementwise(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;

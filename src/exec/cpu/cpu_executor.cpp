@@ -40,13 +40,18 @@ KernelOutcome run_matmul(const Kernel& k) {
   return KernelOutcome::ran;
 }
 
-// Kernels of complex values (never fused): matrix products through BLAS, elementwise ops
-// (complex_kernels.cpp); the others are left to the runtime's reference kernel.
+// Kernels of complex values (never fused): matrix products through BLAS, elementwise ops,
+// copies and sums/products/means (complex_kernels.cpp); the others are left to the runtime's reference
+// kernel.
 KernelOutcome run_complex(const Kernel& k) {
   if (k.kind == Kernel::Kind::matmul) return run_matmul(k);
-  if (k.kind != Kernel::Kind::single) return KernelOutcome::unsupported;
   auto out = std::make_shared<Buffer>(k.root->dtype, k.root->numel());
-  if (!run_complex_elementwise(k, *out)) return KernelOutcome::unsupported;
+  const OpKind kind = k.root->info().kind;
+  bool ran = false;
+  if (k.kind == Kernel::Kind::reduce) ran = run_complex_reduce(k, *out);
+  else if (k.kind == Kernel::Kind::materialize || kind == OpKind::copy) ran = run_complex_copy(k, *out);
+  else if (k.kind == Kernel::Kind::single) ran = run_complex_elementwise(k, *out);
+  if (!ran) return KernelOutcome::unsupported;
   k.root->result = std::move(out);
   return KernelOutcome::ran;
 }

@@ -26,6 +26,11 @@ void run_concat(const Kernel& k, Buffer& out);
 // An unfused elementwise op (unary or binary) computed in a complex type (complex_kernels.cpp);
 // false, with nothing written, for the others (the reference computes them).
 bool run_complex_elementwise(const Kernel& k, Buffer& out);
+// The copy of complex values behind a materialised view or `contiguous`; false for the others.
+bool run_complex_copy(const Kernel& k, Buffer& out);
+// An unfused sum, product or mean of complex values over adjacent axes; false, with nothing
+// written, for the others.
+bool run_complex_reduce(const Kernel& k, Buffer& out);
 
 // A reduction with its fused producer; returns whether it ran the reference kernel instead.
 bool run_reduce(const Kernel& k, KernelPlan& plan, const GraphStructure& structure);
