@@ -3,6 +3,7 @@
 #include <clblast.h>
 
 #include <atomic>
+#include <complex>
 #include <string>
 
 #include "graph/node.hpp"
@@ -10,7 +11,9 @@
 namespace kiln::detail::opencl {
 
 bool clblast_takes(const Node& root, bool device_has_fp64) {
-  if (root.dtype != DType::f32 && !(root.dtype == DType::f64 && device_has_fp64)) return false;
+  const DType part = real_type(root.dtype);
+  if (!is_inexact(root.dtype) || (part != DType::f32 && !(part == DType::f64 && device_has_fp64)))
+    return false;
   const std::size_t rank = root.shape.size();
   // CLBlast wants every dimension above zero; empty products are the renderer's.
   return root.numel() > 0 && root.inputs[0]->shape[rank - 1] > 0;
@@ -68,9 +71,13 @@ clblast::StatusCode gemm(OpenClDevice& device, const Node& root, const BlasOpera
 
 bool clblast_matmul(OpenClDevice& device, const Node& root, const BlasOperand& a,
                     const BlasOperand& b, cl_mem out, std::string& why) {
-  const clblast::StatusCode status = root.dtype == DType::f32
-                                         ? gemm<float>(device, root, a, b, out)
-                                         : gemm<double>(device, root, a, b, out);
+  clblast::StatusCode status;
+  switch (root.dtype) {
+    case DType::f32: status = gemm<float>(device, root, a, b, out); break;
+    case DType::c64: status = gemm<std::complex<float>>(device, root, a, b, out); break;
+    case DType::c128: status = gemm<std::complex<double>>(device, root, a, b, out); break;
+    default: status = gemm<double>(device, root, a, b, out); break;
+  }
   if (status == clblast::StatusCode::kSuccess) {
     products.fetch_add(1, std::memory_order_relaxed);
     return true;

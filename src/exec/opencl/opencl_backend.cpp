@@ -52,6 +52,7 @@ class OpenClBackend final : public Backend {
     // memory traffic of cutting it saves.
     p.max_ops = 256;
     p.narrow_types = true;  // elementwise kernels and reductions (can_render)
+    p.complex_single_kernels = true;  // CLBlast's complex products; the host does the rest
     return p;
   }
 
@@ -68,6 +69,10 @@ class OpenClBackend final : public Backend {
 
   KernelOutcome run(const KernelRun& r) override {
     const Kernel& k = r.kernel;
+    // Complex values: products through CLBlast (cgemm/zgemm); the renderer has no complex types.
+    if (touches_complex_types(*k.root))
+      return k.kind == Kernel::Kind::matmul && library_matmul(r) ? KernelOutcome::ran
+                                                                 : KernelOutcome::unsupported;
     if (!can_render(k)) return KernelOutcome::unsupported;
     if (k.kind == Kernel::Kind::matmul && library_matmul(r)) return KernelOutcome::ran;
     const Prepared& p = prepare(r);
