@@ -207,11 +207,14 @@ TEST(Complex, ReductionsAndMatrixProducts) {
   EXPECT_NEAR(kiln::var(z).item<double>(), deviations / 7, 1e-14);
   EXPECT_NEAR(kiln::std(z).item<double>(), std::sqrt(deviations / 7), 1e-14);
   EXPECT_NEAR(kiln::norm(z).item<double>(), std::sqrt(squares), 1e-14);
-  EXPECT_NEAR(kiln::norm(z, 1.0).item<double>(), [&] {
-    double s = 0;
-    for (c128 v : kPoints) s += std::abs(v);
-    return s;
-  }(), 1e-14);
+  EXPECT_NEAR(
+      kiln::norm(z, 1.0).item<double>(),
+      [&] {
+        double s = 0;
+        for (c128 v : kPoints) s += std::abs(v);
+        return s;
+      }(),
+      1e-14);
   expect_near(kiln::sum(z, {0}).to_vector<c128>(),
               {kPoints[0] + kPoints[4], kPoints[1] + kPoints[5], kPoints[2] + kPoints[6],
                kPoints[3] + kPoints[7]},
@@ -229,8 +232,7 @@ TEST(Complex, ReductionsAndMatrixProducts) {
   for (DType t : {DType::c128, DType::c64}) {
     const Tensor p = kiln::matmul(kiln::convert(z, t), kiln::convert(b, t));
     EXPECT_EQ(p.dtype(), t);
-    expect_near(kiln::flatten(p).to_vector<c128>(), want, t == DType::c64 ? 1e-6 : 1e-15,
-                "matmul");
+    expect_near(kiln::flatten(p).to_vector<c128>(), want, t == DType::c64 ? 1e-6 : 1e-15, "matmul");
   }
   // dot of two vectors: no conjugation (as libtorch's dot; vdot conjugates the first).
   const Tensor u = Tensor::from(std::vector<c64>{{1, 1}, {0, 2}});
@@ -245,9 +247,10 @@ TEST(Complex, ViewsAndShapeOps) {
   const Tensor z = kiln::reshape(Tensor::from(kPoints), {2, 4});
   const auto at = [&](int i, int j) { return kPoints[i * 4 + j]; };
   EXPECT_EQ(kiln::flatten(kiln::transpose(z, 0, 1)).to_vector<c128>(),
-            (std::vector<c128>{at(0, 0), at(1, 0), at(0, 1), at(1, 1), at(0, 2), at(1, 2),
-                               at(0, 3), at(1, 3)}));
-  EXPECT_EQ(kiln::flatten(z.index({kiln::indexing::Slice(), kiln::indexing::Slice(1, 4, 2)})).to_vector<c128>(),
+            (std::vector<c128>{at(0, 0), at(1, 0), at(0, 1), at(1, 1), at(0, 2), at(1, 2), at(0, 3),
+                               at(1, 3)}));
+  EXPECT_EQ(kiln::flatten(z.index({kiln::indexing::Slice(), kiln::indexing::Slice(1, 4, 2)}))
+                .to_vector<c128>(),
             (std::vector<c128>{at(0, 1), at(0, 3), at(1, 1), at(1, 3)}));
   EXPECT_EQ(kiln::concat({z, z}, 0).shape(), (Shape{4, 4}));
   EXPECT_EQ(kiln::concat({z, z}, 0).to_vector<c128>()[9], at(0, 1));
@@ -312,7 +315,9 @@ TEST(Complex, FilesKeepComplexValues) {
   EXPECT_NE(text.find("\"C64\""), std::string::npos);
   EXPECT_EQ(kiln::parse_safetensors(st).at("z").to_vector<c64>(), z.to_vector<c64>());
   // safetensors has no complex128: a clear error, no file.
-  EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::serialize_safetensors({{"z", z128}}); }),
+  EXPECT_EQ(kiln_test::code_of([&] {
+              (void)kiln::serialize_safetensors({{"z", z128}});
+            }),
             kiln::ErrorCode::wrong_type);
 }
 
@@ -352,6 +357,20 @@ TEST(Complex, CompiledFunctionsKeepImaginaryConstants) {
   EXPECT_EQ(out[3].to_vector<c64>(), arg.to_vector<c64>());
 }
 
+TEST(Complex, OnnxExportRefusesComplexValues) {
+  const Tensor x = kiln::placeholder({4}, DType::f32, "x");
+  for (const Tensor& out : {kiln::abs(kiln::fft(x)), kiln::real(kiln::complex(x, x) * c64(0, 1))}) {
+    try {
+      (void)kiln::serialize_onnx({x}, {out});
+      ADD_FAILURE() << "a graph of complex values was exported";
+    } catch (const kiln::Error& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find("c64") != std::string::npos || what.find("fft") != std::string::npos)
+          << what;
+    }
+  }
+}
+
 TEST(Complex, TheCApiRefusesComplexTensors) {
   try {
     (void)kiln::capi::to_ftype(DType::c64);
@@ -387,16 +406,23 @@ void check_gradient(const std::string& what, const std::function<Tensor(const Te
 }
 
 TEST(Complex, GradientsFollowPyTorchsConventionAgainstFiniteDifferences) {
-  const Tensor w = Tensor::from(std::vector<c128>{{0.3, -0.7}, {1.1, 0.4}, {-0.5, 0.2},
-                                                  {0.9, 0.9}, {0.2, -1.3}, {-0.6, -0.1},
-                                                  {1.4, 0.0}, {0.1, 0.6}});
+  const Tensor w = Tensor::from(std::vector<c128>{{0.3, -0.7},
+                                                  {1.1, 0.4},
+                                                  {-0.5, 0.2},
+                                                  {0.9, 0.9},
+                                                  {0.2, -1.3},
+                                                  {-0.6, -0.1},
+                                                  {1.4, 0.0},
+                                                  {0.1, 0.6}});
   const Tensor r = kiln::tensor({0.5, -1.0, 2.0, 0.25, 1.5, -0.75, 0.3, 0.8});
   using F = std::function<Tensor(const Tensor&)>;
   const std::vector<std::pair<std::string, F>> cases = {
       {"|z|^2", [](const Tensor& z) { return kiln::sum(kiln::real(z * kiln::conj(z))); }},
       {"abs", [](const Tensor& z) { return kiln::sum(kiln::abs(z)); }},
       {"real and imag",
-       [&](const Tensor& z) { return kiln::sum(kiln::real(z) * r + kiln::imag(z) * kiln::imag(z)); }},
+       [&](const Tensor& z) {
+         return kiln::sum(kiln::real(z) * r + kiln::imag(z) * kiln::imag(z));
+       }},
       {"angle", [](const Tensor& z) { return kiln::sum(kiln::angle(z)); }},
       {"mul, add and a real factor",
        [&](const Tensor& z) { return kiln::sum(kiln::abs(z * w + r * z)); }},
@@ -408,8 +434,8 @@ TEST(Complex, GradientsFollowPyTorchsConventionAgainstFiniteDifferences) {
        }},
       {"trig and hyperbolic",
        [](const Tensor& z) {
-         return kiln::sum(kiln::real(kiln::sin(z) * kiln::cosh(z) + kiln::tanh(z) -
-                                     kiln::atan(z) + kiln::asinh(z)));
+         return kiln::sum(kiln::real(kiln::sin(z) * kiln::cosh(z) + kiln::tanh(z) - kiln::atan(z) +
+                                     kiln::asinh(z)));
        }},
       {"pow in both operands",
        [&](const Tensor& z) { return kiln::sum(kiln::abs(kiln::pow(z, w) + kiln::pow(w, z))); }},
@@ -422,10 +448,11 @@ TEST(Complex, GradientsFollowPyTorchsConventionAgainstFiniteDifferences) {
                 kiln::real(kiln::prod(kiln::slice(kiln::flatten(m), {0}, {4}))) +
                 kiln::sum(kiln::imag(kiln::cumsum(m, 1)));
        }},
-      {"matmul", [&](const Tensor& z) {
+      {"matmul",
+       [&](const Tensor& z) {
          const Tensor p = kiln::matmul(kiln::reshape(z, {2, 4}), kiln::reshape(w, {4, 2}));
          return kiln::sum(kiln::abs(p) + kiln::real(kiln::matmul(kiln::reshape(w, {2, 4}),
-                                                                   kiln::reshape(z, {4, 2}))));
+                                                                 kiln::reshape(z, {4, 2}))));
        }},
       {"complex and polar",
        [&](const Tensor& z) {
@@ -543,9 +570,9 @@ TEST(Complex, FftLengthsNormsAndRealTransforms) {
               "forward");
   expect_near(kiln::fft(t, std::nullopt, -1, "ortho").to_vector<c128>(), ortho, 1e-13, "ortho");
   for (const char* norm : {"backward", "forward", "ortho"})
-    expect_near(kiln::ifft(kiln::fft(t, std::nullopt, -1, norm), std::nullopt, -1, norm)
-                    .to_vector<c128>(),
-                x, 1e-14, norm);
+    expect_near(
+        kiln::ifft(kiln::fft(t, std::nullopt, -1, norm), std::nullopt, -1, norm).to_vector<c128>(),
+        x, 1e-14, norm);
   // Real signals: fft gives c64 from f32, c128 from f64; rfft the n/2 + 1 first outputs.
   const Tensor r = kiln::tensor({1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0});  // odd length
   EXPECT_EQ(kiln::fft(kiln::convert(r, DType::f32)).dtype(), DType::c64);
@@ -577,14 +604,16 @@ TEST(Complex, FftLengthsNormsAndRealTransforms) {
 
 TEST(Complex, FftGradientsAgainstFiniteDifferences) {
   const Tensor w = Tensor::from(signal(8, 2.0));
-  check_gradient("fft", [&](const Tensor& z) { return kiln::sum(kiln::abs(kiln::fft(z) * w)); },
-                 kSmoothPoints);
-  check_gradient("ifft with n and ortho",
-                 [&](const Tensor& z) {
-                   return kiln::sum(kiln::real(kiln::ifft(z, 11, -1, "ortho"))) +
-                          kiln::sum(kiln::imag(kiln::ifft(z, 5)));
-                 },
-                 kSmoothPoints);
+  check_gradient(
+      "fft", [&](const Tensor& z) { return kiln::sum(kiln::abs(kiln::fft(z) * w)); },
+      kSmoothPoints);
+  check_gradient(
+      "ifft with n and ortho",
+      [&](const Tensor& z) {
+        return kiln::sum(kiln::real(kiln::ifft(z, 11, -1, "ortho"))) +
+               kiln::sum(kiln::imag(kiln::ifft(z, 5)));
+      },
+      kSmoothPoints);
   // Real inputs: rfft and irfft.
   const std::vector<double> points = {0.5, -1.2, 2.0, 0.3, -0.7, 1.1, 0.9, -2.2};
   const Tensor weights = kiln::tensor({1.0, -0.5, 2.0, 0.25, 1.5});

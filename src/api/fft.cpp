@@ -43,25 +43,25 @@ Tensor resized(std::string_view op, const Tensor& x, int dim, std::int64_t n) {
 int transform_dim(std::string_view op, const Tensor& x, int dim) {
   detail::node_of(x, op);
   if (x.rank() == 0)
-    detail::fail(ErrorCode::illegal_dimensionality, op, "needs at least one dimension, got a 0-d " +
-                                                            std::string(dtype_name(x.dtype())) +
-                                                            " tensor");
+    detail::fail(ErrorCode::illegal_dimensionality, op,
+                 "needs at least one dimension, got a 0-d " + std::string(dtype_name(x.dtype())) +
+                     " tensor");
   return detail::normalize_axis(op, dim, x.rank(), x.shape());
 }
 
 Tensor transform(std::string_view op, const Tensor& x, std::optional<std::int64_t> n, int dim,
                  std::string_view norm, bool inverse) {
   const int ax = transform_dim(op, x, dim);
-  const Tensor input =
-      resized(op, is_bool(x.dtype()) ? convert(x, default_dtype()) : x, ax,
-              n.value_or(x.shape()[static_cast<std::size_t>(ax)]));
+  const Tensor input = resized(op, is_bool(x.dtype()) ? convert(x, default_dtype()) : x, ax,
+                               n.value_or(x.shape()[static_cast<std::size_t>(ax)]));
   const std::int64_t len = input.shape()[static_cast<std::size_t>(ax)];
   const double scale = extra_scale(op, norm, len, inverse);
   detail::Attrs attrs;
   attrs.axes = {ax};
   attrs.inverse = inverse;
-  const Tensor y = detail::make_node(detail::Op::fft, detail::result_type(detail::Op::fft, input.dtype()),
-                                     input.shape(), {input.node()}, std::move(attrs));
+  const Tensor y =
+      detail::make_node(detail::Op::fft, detail::result_type(detail::Op::fft, input.dtype()),
+                        input.shape(), {input.node()}, std::move(attrs));
   return scale == 1.0 ? y : y * scale;
 }
 

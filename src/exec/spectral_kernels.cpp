@@ -3,9 +3,8 @@
 // definition. The transform is computed in the precision of the node's parts (float for c64,
 // double for c128), forward as X[k] = sum_j x[j] exp(-2 pi i jk / n), inverse with the opposite
 // sign and a factor 1/n; the lines are spread over kiln's threads.
-#include <kissfft.hh>
-
 #include <complex>
+#include <kissfft.hh>
 #include <vector>
 
 #include "exec/operand.hpp"
@@ -20,7 +19,8 @@ namespace {
 // Transforms worth waking the threads for (complex values in all lines).
 constexpr std::int64_t kParallelValues = std::int64_t{1} << 14;
 
-template <class R> void transform_lines(const Node& n, const Operand& a, Buffer& out) {
+template <class R>
+void transform_lines(const Node& n, const Operand& a, Buffer& out) {
   using C = std::complex<R>;
   const AxisLines l(n);
   const kissfft<R> transform(static_cast<std::size_t>(l.len), n.attrs.inverse);

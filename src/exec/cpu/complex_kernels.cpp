@@ -2,9 +2,10 @@
 // (FusionPolicy::complex_types is off): each elementwise op of complex values is a kernel of its
 // own, computed here over operands in row-major memory with the registry's semantics
 // (exec/semantics/elementwise.hpp, as the reference computes them), split over kiln's threads.
-// So are copies (materialised views, contiguous) and sums, products and means over adjacent axes, with the reference's accumulator
-// (semantics/reduction.hpp: complex<double>), one output per item of the split. Matrix products
-// go to BLAS (gemm.cpp); the other complex kernels are left to the reference.
+// So are copies (materialised views, contiguous) and sums, products and means over adjacent axes,
+// with the reference's accumulator (semantics/reduction.hpp: complex<double>), one output per item
+// of the split. Matrix products go to BLAS (gemm.cpp); the other complex kernels are left to the
+// reference.
 #include <complex>
 #include <memory>
 #include <vector>
@@ -53,7 +54,8 @@ DType compute_type(const Node& n) {
   }
 }
 
-template <class T, class O> void compute(const Kernel& k, Buffer& out) {
+template <class T, class O>
+void compute(const Kernel& k, Buffer& out) {
   const Node& n = *k.root;
   const std::int64_t count = out.numel();
   O* o = out.as<O>();

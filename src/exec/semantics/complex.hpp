@@ -13,19 +13,29 @@
 
 namespace kiln::detail {
 
-template <class T> inline T real_part(T x) {
-  if constexpr (is_complex_v<T>) return T(x.real(), 0);
-  else return x;
+template <class T>
+inline T real_part(T x) {
+  if constexpr (is_complex_v<T>)
+    return T(x.real(), 0);
+  else
+    return x;
 }
-template <class T> inline T imaginary_part(T x) {
-  if constexpr (is_complex_v<T>) return T(x.imag(), 0);
-  else return T{0};
+template <class T>
+inline T imaginary_part(T x) {
+  if constexpr (is_complex_v<T>)
+    return T(x.imag(), 0);
+  else
+    return T{0};
 }
-template <class T> inline T conjugate(T x) {
-  if constexpr (is_complex_v<T>) return std::conj(x);
-  else return x;
+template <class T>
+inline T conjugate(T x) {
+  if constexpr (is_complex_v<T>)
+    return std::conj(x);
+  else
+    return x;
 }
-template <class T> inline T angle_of(T x) {
+template <class T>
+inline T angle_of(T x) {
   if constexpr (is_complex_v<T>) {
     return T(std::arg(x), 0);
   } else {
@@ -40,9 +50,12 @@ template <class T> inline T angle_of(T x) {
 
 // complex(re, im): computed in the complex type, whose values of a and b are (re, 0) and (im, 0).
 // A real-typed loop never computes it (the builder gives the node a complex type).
-template <class T> inline T make_complex(T a, T b) {
-  if constexpr (is_complex_v<T>) return T(a.real(), b.real());
-  else complex_result_in_a_real_loop();
+template <class T>
+inline T make_complex(T a, T b) {
+  if constexpr (is_complex_v<T>)
+    return T(a.real(), b.real());
+  else
+    complex_result_in_a_real_loop();
 }
 
 }  // namespace kiln::detail
