@@ -212,16 +212,6 @@ bool touches_complex_types(const Node& n) {
   return n.view_base != nullptr && is_complex(n.view_base->dtype);
 }
 
-bool fusable_types(const Node& n, const FusionPolicy& policy) {
-  return (policy.narrow_types || !touches_narrow_types(n)) &&
-         (policy.complex_types || !touches_complex_types(n));
-}
-
-bool left_to_host(const Node& n, const FusionPolicy& policy) {
-  return (!policy.narrow_types && touches_narrow_types(n)) ||
-         (!policy.complex_types && !policy.complex_single_kernels && touches_complex_types(n));
-}
-
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy) {
   std::vector<Kernel> kernels = Scheduler(targets, policy).run();
   if (policy.chains && policy.multi_output) merge_multi_output(kernels, policy.max_ops);

@@ -76,9 +76,16 @@ bool touches_narrow_types(const Node& n);
 // Whether the node's values or its inputs' are complex.
 bool touches_complex_types(const Node& n);
 // Whether a backend with this policy computes the node inside its fused kernels (by its types).
-bool fusable_types(const Node& n, const FusionPolicy& policy);
-// Whether the runtime leaves the node to the host without offering it to the backend.
-bool left_to_host(const Node& n, const FusionPolicy& policy);
+inline bool fusable_types(const Node& n, const FusionPolicy& policy) {
+  return (policy.narrow_types || !touches_narrow_types(n)) &&
+         (policy.complex_types || !touches_complex_types(n));
+}
+// Whether the runtime leaves the node to the host without offering it to the backend (inline:
+// the runtime asks for every kernel it runs).
+inline bool left_to_host(const Node& n, const FusionPolicy& policy) {
+  return (!policy.narrow_types && touches_narrow_types(n)) ||
+         (!policy.complex_types && !policy.complex_single_kernels && touches_complex_types(n));
+}
 
 std::vector<Kernel> schedule(std::span<Node* const> targets, const FusionPolicy& policy = {});
 const char* kind_name(Kernel::Kind kind);
