@@ -17,6 +17,7 @@
 #include "flint.h"
 #include "kiln/data.hpp"
 #include "kiln/kiln.hpp"
+#include "gradient_check.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -617,26 +618,12 @@ TEST(Complex, FftGradientsAgainstFiniteDifferences) {
   // Real inputs: rfft and irfft.
   const std::vector<double> points = {0.5, -1.2, 2.0, 0.3, -0.7, 1.1, 0.9, -2.2};
   const Tensor weights = kiln::tensor({1.0, -0.5, 2.0, 0.25, 1.5});
-  auto f = [&](const Tensor& x) {
-    return kiln::sum(kiln::abs(kiln::rfft(x) * weights)) +
-           kiln::sum(kiln::irfft(kiln::fft(x), 8) * kiln::irfft(kiln::rfft(x * x)));
-  };
-  const Tensor x = Tensor::from(points).watch();
-  Tensor g;
-  {
-    kiln::GradientContext ctx;
-    g = kiln::gradient(f(x), x);
-  }
-  EXPECT_EQ(g.dtype(), DType::f64);
-  constexpr double h = 1e-6;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    std::vector<double> up = points, down = points;
-    up[i] += h;
-    down[i] -= h;
-    const double want =
-        (f(Tensor::from(up)).item<double>() - f(Tensor::from(down)).item<double>()) / (2 * h);
-    EXPECT_NEAR(g.to_vector<double>()[i], want, 1e-6 * (1 + std::abs(want))) << "element " << i;
-  }
+  kiln_test::expect_gradient_near_differences(
+      [&](const Tensor& x) {
+        return kiln::sum(kiln::abs(kiln::rfft(x) * weights)) +
+               kiln::sum(kiln::irfft(kiln::fft(x), 8) * kiln::irfft(kiln::rfft(x * x)));
+      },
+      points, 1e-6);
 }
 
 TEST(Complex, SecondDerivatives) {

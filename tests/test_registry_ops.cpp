@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -300,6 +301,19 @@ std::vector<double> grid(int count, double phase) {
   return v;
 }
 
+// The central difference (up - down) / 2h at a point, where it is usable: f finite at x and
+// x +- h, not steep, and no kink between x - h and x + h (a min/max crossing, a branch cut),
+// which shows as one-sided differences that disagree.
+std::optional<double> usable_difference(double center, double up, double down, double h) {
+  const double numeric = (up - down) / (2 * h);
+  if (!std::isfinite(center) || !std::isfinite(up) || !std::isfinite(down) ||
+      std::abs(numeric) > 1e4)
+    return std::nullopt;
+  const double left = (center - down) / h, right = (up - center) / h;
+  if (std::abs(left - right) > 1e-3 * (1 + std::abs(numeric))) return std::nullopt;
+  return numeric;
+}
+
 // Checks d sum(f(x...)) / dx_k elementwise against central differences, at the points where f
 // is finite and smooth enough for a difference quotient; at least `min_points` must qualify.
 void gradcheck(const std::string& what, int arity,
@@ -332,13 +346,9 @@ void gradcheck(const std::string& what, int arity,
     const std::vector<double> fu = value(up), fd = value(down);
     int checked = 0;
     for (int i = 0; i < kPoints; ++i) {
-      const double numeric = (fu[i] - fd[i]) / (2 * h);
-      if (!std::isfinite(center[i]) || !std::isfinite(fu[i]) || !std::isfinite(fd[i]) ||
-          std::abs(numeric) > 1e4)
-        continue;
-      // A kink between x - h and x + h (min/max crossing) shows as a one-sided difference.
-      const double left = (center[i] - fd[i]) / h, right = (fu[i] - center[i]) / h;
-      if (std::abs(left - right) > 1e-3 * (1 + std::abs(numeric))) continue;
+      const std::optional<double> difference = usable_difference(center[i], fu[i], fd[i], h);
+      if (!difference) continue;
+      const double numeric = *difference;
       ++checked;
       EXPECT_NEAR(analytic[static_cast<std::size_t>(i)], numeric, 1e-5 * (1 + std::abs(numeric)))
           << what << ", input " << k << " at point " << i << " (x = " << x[k][i] << ")";
@@ -409,12 +419,9 @@ void complex_gradcheck(const std::string& what, int arity,
       for (auto& v : down[k]) v -= h * direction;
       const std::vector<double> fu = value(up), fd = value(down);
       for (int i = 0; i < kPoints; ++i) {
-        const double numeric = (fu[i] - fd[i]) / (2 * h);
-        if (!std::isfinite(center[i]) || !std::isfinite(fu[i]) || !std::isfinite(fd[i]) ||
-            std::abs(numeric) > 1e4)
-          continue;
-        const double left = (center[i] - fd[i]) / h, right = (fu[i] - center[i]) / h;
-        if (std::abs(left - right) > 1e-3 * (1 + std::abs(numeric))) continue;
+        const std::optional<double> difference = usable_difference(center[i], fu[i], fd[i], h);
+        if (!difference) continue;
+        const double numeric = *difference;
         ++checked;
         const double part = direction.real() != 0 ? analytic[i].real() : analytic[i].imag();
         EXPECT_NEAR(part, numeric, 1e-5 * (1 + std::abs(numeric)))
