@@ -9,6 +9,7 @@
 #include <complex>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -356,6 +357,19 @@ TEST(Complex, CompiledFunctionsKeepImaginaryConstants) {
   EXPECT_EQ(out[1].to_vector<c64>(), (std::vector<c64>{{1, 3}, {2, 1}}));
   EXPECT_EQ(out[2].to_vector<c64>(), arg.to_vector<c64>());
   EXPECT_EQ(out[3].to_vector<c64>(), arg.to_vector<c64>());
+}
+
+TEST(Complex, PredicatesAndNanToNumTakeEachPart) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor z = Tensor::from(std::vector<c64>{{1, 2}, {inf, 0}, {0, -inf}, {nan, 1}, {2, nan}});
+  EXPECT_EQ(kiln::isnan(z).to_vector<bool>(), (std::vector<bool>{false, false, false, true, true}));
+  EXPECT_EQ(kiln::isinf(z).to_vector<bool>(), (std::vector<bool>{false, true, true, false, false}));
+  EXPECT_EQ(kiln::isfinite(z).to_vector<bool>(),
+            (std::vector<bool>{true, false, false, false, false}));
+  const float big = std::numeric_limits<float>::max();
+  EXPECT_EQ(kiln::nan_to_num(z).to_vector<c64>(),
+            (std::vector<c64>{{1, 2}, {big, 0}, {0, -big}, {0, 1}, {2, 0}}));
 }
 
 TEST(Complex, OnnxExportRefusesComplexValues) {

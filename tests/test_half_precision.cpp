@@ -118,6 +118,14 @@ TEST(HalfPrecision, ValuesMovedIntoA16BitTypeRoundOnceOnEveryExecutor) {
   });
 }
 
+TEST(HalfPrecision, NanToNumUsesTheTypesLargestValue) {
+  const Tensor x = kiln::tensor({INFINITY, -INFINITY, NAN});
+  EXPECT_EQ(kiln::nan_to_num(kiln::convert(x, DType::f16)).to_vector<float>(),
+            (std::vector<float>{65504, -65504, 0}));
+  EXPECT_EQ(kiln::nan_to_num(kiln::convert(x, DType::bf16)).to_vector<float>(),
+            (std::vector<float>{0x1.fep127f, -0x1.fep127f, 0}));
+}
+
 TEST(HalfPrecision, PromotionFollowsPyTorch) {
   const Tensor h = kiln::ones({2}, DType::f16), b = kiln::ones({2}, DType::bf16);
   const Tensor i = kiln::ones({2}, DType::i32), f = kiln::ones({2}, DType::f32);

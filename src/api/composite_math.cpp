@@ -115,12 +115,14 @@ Tensor isnan(const Tensor& x) {
 
 Tensor isinf(const Tensor& x) {
   detail::node_of(x, "isinf");
+  if (is_complex(x.dtype())) return logical_or(isinf(real(x)), isinf(imag(x)));
   if (!is_float(x.dtype())) return zeros(x.shape(), DType::boolean);
   return equal(abs(x), typed(kInf, x.dtype()));
 }
 
 Tensor isfinite(const Tensor& x) {
   detail::node_of(x, "isfinite");
+  if (is_complex(x.dtype())) return logical_and(isfinite(real(x)), isfinite(imag(x)));
   if (!is_float(x.dtype())) return ones(x.shape(), DType::boolean);
   return less(abs(x), typed(kInf, x.dtype()));  // false for inf and NaN
 }
@@ -129,9 +131,15 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<doub
                   std::optional<double> neginf) {
   detail::node_of(x, "nan_to_num");
   const DType t = x.dtype();
+  if (is_complex(t))  // each part on its own, as libtorch
+    return complex(nan_to_num(real(x), nan, posinf, neginf),
+                   nan_to_num(imag(x), nan, posinf, neginf));
   if (!is_float(t)) return x;
-  const double big = t == DType::f32 ? std::numeric_limits<float>::max()
-                                     : std::numeric_limits<double>::max();
+  // The type's largest finite value.
+  const double big = t == DType::f32    ? std::numeric_limits<float>::max()
+                     : t == DType::f16  ? 65504.0
+                     : t == DType::bf16 ? 0x1.fep127
+                                        : std::numeric_limits<double>::max();
   const Tensor nan_value = full({}, typed(nan.value_or(0.0), t), t);
   const Tensor pos_value = full({}, typed(posinf.value_or(big), t), t);
   const Tensor neg_value = full({}, typed(neginf.value_or(-big), t), t);

@@ -7,6 +7,7 @@
 #include <kissfft.hh>
 #include <vector>
 
+#include "exec/cpu/parallel.hpp"
 #include "exec/operand.hpp"
 #include "exec/reduction_geometry.hpp"
 #include "exec/reference_kernels.hpp"
@@ -15,9 +16,6 @@
 namespace kiln::detail {
 
 namespace {
-
-// Transforms worth waking the threads for (complex values in all lines).
-constexpr std::int64_t kParallelValues = std::int64_t{1} << 14;
 
 template <class R>
 void transform_lines(const Node& n, const Operand& a, Buffer& out) {
@@ -29,19 +27,17 @@ void transform_lines(const Node& n, const Operand& a, Buffer& out) {
   // or narrow type) through its Operand.
   const C* direct = a.view == nullptr && a.dtype == n.dtype ? a.buffer->as<C>() : nullptr;
   C* o = out.as<C>();
-  const std::int64_t lines = l.outer * l.inner;
-#pragma omp parallel if (lines > 1 && lines * l.len >= kParallelValues)
-  {
+  // parallel_for passes an exception (an allocation failing) on to the caller.
+  parallel_for(l.outer * l.inner, grain_for(l.len), [&](std::int64_t begin, std::int64_t end) {
     std::vector<C> line(static_cast<std::size_t>(l.len)), result(line.size());
-#pragma omp for schedule(static)
-    for (std::int64_t index = 0; index < lines; ++index) {
+    for (std::int64_t index = begin; index < end; ++index) {
       const std::int64_t i = index / l.inner, k = index % l.inner;
       for (std::int64_t j = 0; j < l.len; ++j)
         line[j] = direct != nullptr ? direct[l.at(i, k, j)] : a.get<C>(l.at(i, k, j));
       transform.transform(line.data(), result.data());
       for (std::int64_t j = 0; j < l.len; ++j) o[l.at(i, k, j)] = result[j] * scale;
     }
-  }
+  });
 }
 
 }  // namespace
