@@ -62,9 +62,9 @@ struct FusionPolicy {
                                   // bf16, bool): without them, a node that has or reads such
                                   // values is a kernel of its own, run by the reference kernel on
                                   // the host
-  bool complex_types = false;     // kernels of c64 and c128: without them, a node that has or
-                                  // reads complex values is run by the reference kernel on the
-                                  // host, like the narrow types
+  bool complex_types = false;     // fused kernels of c64 and c128: without them, a node that
+                                  // has or reads complex values is a kernel of its own, run by
+                                  // the reference kernel on the host (see below)
   bool complex_single_kernels = false;  // without complex_types: the backend's unfused kernels
                                        // are offered complex nodes all the same, and it returns
                                        // unsupported for those it has no kernel of (the host

@@ -3,10 +3,10 @@
 // repeated graph is only bound and run. Each kind of kernel has its file: fused elementwise
 // kernels (fused_program.cpp, elementwise_kernels.cpp), reductions (reduce.cpp), matmul (gemm.cpp:
 // oneDNN for f32, OpenBLAS for f64 and small f32 products), convolution and pooling
-// (window2d.cpp), softmax, gather and scatter_add, scans and argsort (sorting.cpp), and the linalg
-// ops through LAPACK (the reference's own kernel); every other op is left to the runtime's
-// reference kernel, which KILN_DEBUG names. Work is split over OpenMP's thread team
-// (parallel.hpp).
+// (window2d.cpp), softmax, gather and scatter_add, scans and argsort (sorting.cpp), the linalg
+// ops through LAPACK (the reference's own kernel), and the unfused kernels of complex values
+// (complex_kernels.cpp); every other op is left to the runtime's reference kernel, which
+// KILN_DEBUG names. Work is split over OpenMP's thread team (parallel.hpp).
 #include <memory>
 #include <string>
 
@@ -41,15 +41,16 @@ KernelOutcome run_matmul(const Kernel& k) {
 }
 
 // Kernels of complex values (never fused): matrix products through BLAS, elementwise ops,
-// copies and sums/products/means (complex_kernels.cpp); the others are left to the runtime's reference
-// kernel.
+// copies and sums/products/means (complex_kernels.cpp); the others are left to the runtime's
+// reference kernel.
 KernelOutcome run_complex(const Kernel& k) {
   if (k.kind == Kernel::Kind::matmul) return run_matmul(k);
   auto out = std::make_shared<Buffer>(k.root->dtype, k.root->numel());
   const OpKind kind = k.root->info().kind;
   bool ran = false;
   if (k.kind == Kernel::Kind::reduce) ran = run_complex_reduce(k, *out);
-  else if (k.kind == Kernel::Kind::materialize || kind == OpKind::copy) ran = run_complex_copy(k, *out);
+  else if (k.kind == Kernel::Kind::materialize || kind == OpKind::copy)
+    ran = run_complex_copy(k, *out);
   else if (k.kind == Kernel::Kind::single) ran = run_complex_elementwise(k, *out);
   if (!ran) return KernelOutcome::unsupported;
   k.root->result = std::move(out);
@@ -108,7 +109,7 @@ class CpuBackend final : public Backend {
   FusionPolicy fusion() const override {
     FusionPolicy policy;
     policy.narrow_types = true;
-    policy.complex_single_kernels = true;  // run_complex: BLAS products, elementwise ops
+    policy.complex_single_kernels = true;  // run_complex
     return policy;
   }
 
