@@ -416,18 +416,34 @@ char *fserialize(FGraphNode *node, size_t *bytes_written);
  * that overflow, checksum mismatch, a buffer shorter than the header claims) give IO_ERROR;
  * they never crash. */
 FGraphNode *fdeserialize(char *data, size_t *bytes_read);
-/** Loads an image (PNG, JPEG, BMP, GIF, TGA, PSD, HDR, PIC, PNM: what stb_image reads) as an
- * F_FLOAT32 node of shape [height, width, channels] with values in [0, 1] (8-bit values
- * divided by 255; HDR images keep their linear values). An unreadable path or file is an
- * IO_ERROR, and so is a file that is not a regular file, is larger than 2^30 bytes, has a width
- * or height of 0, claims more than 2^28 values (height * width * channels) or more than its bytes
- * can encode, or is truncated: the header is checked before anything is decoded. */
+/** Loads an image as an F_FLOAT32 node of shape [height, width, channels], the format known
+ * from the file's content. Values are in [0, 1]: 8-bit samples divided by 255, 16-bit ones by
+ * 65535; HDR images keep their linear values. Formats read:
+ *   PNG (libpng): 1-4 channels as stored (grey, grey+alpha, RGB, RGBA; palettes expand to RGB,
+ *     or RGBA with transparency), 1- to 16-bit samples, interlaced;
+ *   JPEG (libjpeg-turbo): grey (1 channel) or colour (3; CMYK converted), baseline and
+ *     progressive;
+ *   GIF (giflib): the first frame on its screen, 4 channels (RGBA);
+ *   BMP: 1-32 bits per pixel, uncompressed or bit fields, 3 channels (4 with alpha);
+ *   TGA: colour-mapped, true colour and grey, raw and run-length coded;
+ *   PSD: the merged image, 8 or 16 bits, raw or RLE, RGB as 4 channels (RGBA), grey as 1 or 2;
+ *   HDR (Radiance RGBE): 3 channels; PNM: binary P5 (1 channel) and P6 (3), samples divided by
+ *     their maxval.
+ * Softimage PIC, which stb_image also reads, and ASCII PNM (P1-P3) are not read.
+ * Size limit: an image may have at most 2^28 pixels (width * height); the environment variable
+ * KILN_IMAGE_MAX_PIXELS (read once) sets another limit. The header's size is checked against
+ * the limit and against what the file's bytes can encode before any memory is allocated for the
+ * pixels. An unreadable path, a file that is not a regular file, is not one of these formats, is
+ * damaged or truncated, or is over the limit is an IO_ERROR whose message names the file and
+ * what was wrong, in printable ASCII. */
 FGraphNode *fload_image(const char *path);
 /** Writes `node` as an image file: shape [height, width, channels] with 1-4 channels (or
  * [height, width]: grayscale) and values in [0, 1] of any type, clamped to [0, 1] and
- * rounded to 8 bits. F_PNG is lossless, F_BMP stores 3 channels (RGB) or 4 (RGBA) and
- * expands grayscale to RGB, F_JPEG (quality 95) is lossy and drops alpha. Executes the node
- * if needed. Returns NO_ERROR or the error type (IO_ERROR if the file cannot be written). */
+ * rounded to 8 bits. F_PNG (libpng) is lossless, F_BMP stores 3 channels (RGB) or 4 (RGBA) and
+ * expands grayscale to RGB, F_JPEG (libjpeg-turbo, quality 95, 4:4:4) is lossy and drops alpha.
+ * A regular file is replaced atomically (a failed write leaves the old file whole). Executes
+ * the node if needed. Returns NO_ERROR or the error type (IO_ERROR if the file cannot be
+ * written). */
 FErrorType fstore_image(FGraphNode *node, const char *path, enum FImageFormat format);
 
 /* ---- elementwise binary operations --------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /// @file
 /// kiln::data: reading IDX files (the format of MNIST and Fashion-MNIST, plain or gzipped) and
-/// iterating over a data set in shuffled batches.
+/// iterating over a data set in shuffled batches; image files (kiln/images.hpp).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/data_loader.hpp"
+#include "kiln/images.hpp"
 #include "kiln/tensor.hpp"
 
 namespace kiln::data {

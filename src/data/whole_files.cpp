@@ -92,7 +92,8 @@ void write_file_atomically(const std::string& path, std::span<const char> bytes,
   }
 }
 
-std::vector<char> read_whole_file(const std::string& path, const char* op) {
+std::vector<char> read_whole_file(const std::string& path, const char* op,
+                                  std::uint64_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(op, path, "cannot open", errno);
   struct Closer {
@@ -103,6 +104,9 @@ std::vector<char> read_whole_file(const std::string& path, const char* op) {
   if (::fstat(fd, &st) != 0) fail(op, path, "cannot query", errno);
   if (S_ISDIR(st.st_mode)) fail(op, path, "is a directory");
   if (!S_ISREG(st.st_mode)) fail(op, path, "not a regular file");
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    fail(op, path, "the file has " + std::to_string(st.st_size) + " bytes, more than the " +
+                       std::to_string(max_bytes) + " " + op + " reads");
   std::vector<char> bytes;
   try {
     bytes.resize(static_cast<std::size_t>(st.st_size));
