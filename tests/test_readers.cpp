@@ -245,11 +245,64 @@ TEST(ReadersImages, HeadersClaimingHugeImagesAreRejectedBeforeDecoding) {
     Bytes small_psd = psd_header(3, 1000, 1000);
     small_psd.insert(small_psd.end(), 4, 0);
     expect_rejected(p, load_image_bytes("cut.psd", small_psd), "cut.psd", {"1000"});
-    // PNGs of a few dozen bytes: one over the limit on pixel values, one implausible for its size.
-    expect_rejected(p, load_image_bytes("huge.png", png_claiming(16384, 8192)), "huge.png",
-                    {"16384", "limit"});
+    // PNGs of a few dozen bytes: one over the pixel limit, one implausible for its size.
+    expect_rejected(p, load_image_bytes("huge.png", png_claiming(32768, 16384)), "huge.png",
+                    {"32768", "limit"});
     expect_rejected(p, load_image_bytes("large.png", png_claiming(2048, 2048)), "large.png",
                     {"2048", "bytes"});
+    return p.text;
+  });
+}
+
+// The files that made stb_image 2.27 misbehave: each must be a clean IO_ERROR through the C API
+// and kiln::Error(io_error) through the C++ API, with no sanitizer report and no allocation
+// beyond the child's 512 MiB.
+std::vector<std::pair<std::string, Bytes>> decoder_regressions() {
+  std::vector<std::pair<std::string, Bytes>> files;
+  // A JPEG whose Huffman table counts add up past 256 (stb wrote 4 KB past an array).
+  files.push_back({"huffman.jpg", {0xff, 0xd8, 0xff, 0xc4, 0x01, 0x01, 0x00, 0xff, 0xff}});
+  // "P6" and a run of digits (signed overflow in stb's PNM header parser).
+  files.push_back({"digits.ppm", {0x50, 0x36, 0x37, 0x37, 0x37, 0x37, 0x37, 0x37, 0x37, 0x37,
+                                  0x37, 0x37, 0xdc}});
+  // A PNG with a zero-length IDAT (stb did arithmetic on NULL and memcpy from it).
+  Bytes empty_idat = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  Bytes ihdr;
+  put_be(ihdr, 4, 4);
+  put_be(ihdr, 4, 4);
+  ihdr.insert(ihdr.end(), {8, 6, 0, 0, 0});
+  png_chunk(empty_idat, "IHDR", ihdr);
+  png_chunk(empty_idat, "IDAT", {});
+  png_chunk(empty_idat, "IEND", {});
+  files.push_back({"empty_idat.png", empty_idat});
+  // A 124-byte PNG whose IDAT claims 2 GiB (stb allocated 2 GiB before failing).
+  Bytes long_idat = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  png_chunk(long_idat, "IHDR", ihdr);
+  put_be(long_idat, 0x80000000u, 4);
+  put_text(long_idat, "IDAT");
+  long_idat.insert(long_idat.end(), {0x78, 0x9C});
+  while (long_idat.size() < 124) long_idat.push_back(0x41);
+  files.push_back({"long_idat.png", long_idat});
+  return files;
+}
+
+TEST(ReadersImages, FilesThatBrokeStbAreCleanErrors) {
+  run_bounded([] {
+    Problems p;
+    for (const auto& [name, bytes] : decoder_regressions()) {
+      expect_rejected(p, load_image_bytes(name, bytes), name, {});
+      const std::string path = scratch_path(name);
+      write_file(path, bytes);
+      try {
+        data::read_image(path);
+        p.check(false, name + ": read_image accepted it");
+      } catch (const kiln::Error& e) {
+        p.check(e.code() == ErrorCode::io_error, name + ": read_image gave " +
+                                                     kiln::error_code_name(e.code()));
+        p.check(contains(e.what(), name) && printable(e.what()),
+                name + ": read_image's message: " + e.what());
+      }
+      std::remove(path.c_str());
+    }
     return p.text;
   });
 }
@@ -438,6 +491,20 @@ TEST(ReadersIdx, DimensionsWhoseProductOverflowsAreRejected) {
                      "large");
     return p.text;
   });
+  // An empty array of [0, 2^32 - 1, 2^32 - 1]: malformed, not a request for memory.
+  const std::string path = scratch_path("empty_huge.idx");
+  write_file(path, {0, 0, 8, 3, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
+  for (auto read : {+[](const std::string& f) { data::read_idx_images(f); },
+                    +[](const std::string& f) { data::read_idx(f); }}) {
+    try {
+      read(path);
+      ADD_FAILURE() << "an empty array of impossible size was read";
+    } catch (const kiln::Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::io_error) << e.what();
+      EXPECT_TRUE(contains(e.what(), "empty_huge.idx")) << e.what();
+    }
+  }
+  std::remove(path.c_str());
   data::IdxArray a;
   a.dims = {std::int64_t{1} << 40, std::int64_t{1} << 40};
   EXPECT_THROW(a.numel(), kiln::Error);

@@ -137,6 +137,15 @@ IdxArray read_idx_unchecked(const std::string& path) {
     out.dims.push_back(static_cast<std::int64_t>(dim));
   }
   std::uint64_t bytes = 0;
+  // An empty array whose other sizes multiply past any memory is no array a writer made: the
+  // tensor of that shape cannot exist even empty.
+  std::uint64_t others = 1;
+  bool others_overflow = false;
+  for (const std::int64_t d : out.dims)
+    if (d != 0) others_overflow |= __builtin_mul_overflow(others, static_cast<std::uint64_t>(d), &others);
+  if (empty && (others_overflow || others > (std::uint64_t{1} << 62)))
+    io_fail(path, "the header announces " + shape_to_string(out.dims) +
+                      ", an empty array whose other sizes multiply past 2^62: not an IDX file");
   if (empty) numel = 0, overflow = false;
   overflow |= __builtin_mul_overflow(numel, std::uint64_t{size}, &bytes);
   if (overflow || bytes > kMaxIdxBytes)
