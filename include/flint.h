@@ -429,7 +429,7 @@ FGraphNode *fdeserialize(char *data, size_t *bytes_read);
  *   PSD: the merged image, 8 or 16 bits, raw or RLE, RGB as 4 channels (RGBA), grey as 1 or 2;
  *   HDR (Radiance RGBE): 3 channels; PNM: binary P5 (1 channel) and P6 (3), samples divided by
  *     their maxval.
- * Softimage PIC, which stb_image also reads, and ASCII PNM (P1-P3) are not read.
+ * Not read: Softimage PIC (which stb_image reads) and the other PNM kinds (P1-P4, P7).
  * Size limit: an image may have at most 2^28 pixels (width * height); the environment variable
  * KILN_IMAGE_MAX_PIXELS (read once) sets another limit. The header's size is checked against
  * the limit and against what the file's bytes can encode before any memory is allocated for the

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "kiln/tensor.hpp"
 
@@ -18,16 +19,21 @@ namespace kiln::data {
 /// content, not its name:
 /// - PNG (libpng): grey 1 channel, grey+alpha 2, RGB 3, RGBA 4; palettes expand to RGB (RGBA with
 ///   transparency), a tRNS colour adds an alpha channel; 8- and 16-bit samples scaled to [0, 1];
-///   interlaced images; the first frame of an APNG.
+///   interlaced images; an APNG gives its default image.
 /// - JPEG (libjpeg-turbo): grey 1 channel, colour 3 (CMYK and YCCK converted to RGB); baseline and
-///   progressive.
+///   progressive; the EXIF orientation is not applied (the pixels as stored).
 /// - GIF (giflib): the first frame on its logical screen, RGBA (transparent where the frame does
 ///   not cover the screen or uses its transparent colour).
-/// - BMP: 1, 4, 8, 16, 24 and 32 bits per pixel, uncompressed or bit fields (RGB, RGBA where the
-///   file has alpha); TGA: colour-mapped, true-colour and grey, raw and run-length coded; PSD: the
-///   merged image, 8 or 16 bits, raw or RLE, grey or RGB(A); HDR (Radiance RGBE): linear values,
-///   not clamped to [0, 1]; PNM: binary P5 and P6, maxval up to 65535.
-/// Softimage PIC, which stb_image also reads, is refused (no maintained decoder exists for it).
+/// - BMP: 1, 4, 8, 16, 24 and 32 bits per pixel, uncompressed or bit fields; RGB, or RGBA where
+///   the pixels have alpha (32-bit pixels, an alpha mask; all-zero alpha reads as opaque).
+/// - TGA: colour-mapped, true colour and grey, raw and run-length coded, either origin.
+/// - PSD: the merged image, 8 or 16 bits, raw or PackBits; RGB as RGBA (opaque without an alpha
+///   channel, colours taken out of Photoshop's white matte), grey as 1 or 2 channels.
+/// - HDR (Radiance RGBE, flat or run-length scanlines, orientation -Y +X): linear values, not
+///   clamped to [0, 1].
+/// - PNM: binary P5 (grey) and P6 (RGB), samples divided by their maxval (up to 65535).
+/// Softimage PIC, which stb_image also reads, is refused (no maintained decoder exists for it),
+/// as are the PNM kinds other than P5 and P6.
 /// A file that cannot be read, is not one of these formats, is damaged or truncated, or whose
 /// header claims more pixels (width * height) than image_pixel_limit() throws
 /// kiln::Error(io_error) naming the file and what was wrong, in printable text; the size is
