@@ -202,10 +202,19 @@ enum FOperationType FLINT_ENUM_BASE {
 };
 typedef enum FOperationType FOperationType;
 
+/* The structs below have the Flint library's members, order and sizes on x86-64 (FGraphNode 72
+ * bytes, FOperation 32, FResultData and FStore 24), so that a program compiled against Flint's
+ * header runs against kiln's library unchanged. `mem_id` is Flint's cl_mem (OpenCL declares
+ * cl_mem as `struct _cl_mem *`, so the two types are the same whether or not <CL/cl.h> is
+ * included). */
+struct _cl_mem;
+
 /** One operation: its result shape (`shape`, an array of `dimensions` sizes), `op_type`, the
  * `data_type` of its result, and `additional_data`: for FSTORE nodes a pointer to an FStore
- * describing the stored values, else NULL. `broadcasting_mode` is 1 while
- * fEnforceInverseBroadcasting is in effect for the node, else 0. Read only. */
+ * describing the stored values; for FSLICE an FSlice, for FEXTEND an FExtend, for
+ * FSLIDING_WINDOW an FSlidingWindow holding the call's arguments; else NULL.
+ * `broadcasting_mode` is 1 while fEnforceInverseBroadcasting is in effect for the node, else 0.
+ * Read only. */
 struct FOperation {
   size_t *shape;
   void *additional_data;
@@ -217,25 +226,32 @@ struct FOperation {
 typedef struct FOperation FOperation;
 
 /** The result of an executed node: `num_entries` values (not bytes) of the node's data type
- * at `data`, row-major. Owned by the node: do not free, realloc or write it. */
+ * at `data`, row-major. `mem_id` is the OpenCL buffer that holds the same values where the node
+ * was computed on the GPU backend, else NULL. Owned by the node: do not free, realloc or write
+ * it. */
 struct FResultData {
+  struct _cl_mem *mem_id;
   void *data;
   size_t num_entries;
 };
 typedef struct FResultData FResultData;
 
 /** One node of a graph. `operation` describes it, `predecessors` (an array of
- * `num_predecessor` nodes) are its node operands in argument order (scalar arguments are not
- * nodes), `reference_counter` counts how often it is used as a predecessor (see fFreeGraph), and
- * `result_data` is NULL until the node is executed. Nodes are made and freed by the API only;
- * read their fields, do not write them (except reference_counter, as fOptimizeMemory's
- * documentation describes). */
+ * `num_predecessor` nodes) are its operands in argument order: a scalar argument (fadd_ci and
+ * every other _c and _ic form) is a constant node (FGEN_CONSTANT) of the other operand's shape
+ * and the scalar's type, made with the node and freed with it, as in Flint's graphs.
+ * `reference_counter` counts how often it is used as a predecessor (see fFreeGraph), and
+ * `result_data` is NULL until the node is executed. `gradient_data` is Flint's bookkeeping of
+ * the variables a node depends on; kiln keeps that inside its graph, and it is always NULL. Nodes
+ * are made and freed by the API only; read their fields, do not write them (except
+ * reference_counter, as fOptimizeMemory's documentation describes). */
 struct FGraphNode {
   int num_predecessor;
   struct FGraphNode **predecessors;
   FOperation operation;
   size_t reference_counter;
   FResultData *result_data;
+  void *gradient_data;
 };
 typedef struct FGraphNode FGraphNode;
 
@@ -243,10 +259,35 @@ typedef struct FGraphNode FGraphNode;
  * node's type at `data`. Read only: kiln's graphs are immutable, so writing has no defined
  * effect. */
 struct FStore {
+  struct _cl_mem *mem_id; /* always NULL: a store's values are on the host */
   void *data;
   size_t num_entries;
 };
 typedef struct FStore FStore;
+
+/** The arguments of an FSLICE node (operation.additional_data), one per dimension, as passed to
+ * fslice_step (fslice: steps of 1). */
+struct FSlice {
+  long *start;
+  long *end;
+  long *step;
+};
+typedef struct FSlice FSlice;
+
+/** The arguments of an FEXTEND node: `start` is fextend's insert_at, `step` its step_size
+ * (fextend: steps of 1). */
+struct FExtend {
+  size_t *start;
+  long *step;
+};
+typedef struct FExtend FExtend;
+
+/** The arguments of an FSLIDING_WINDOW node: the window `size` and `step` per dimension. */
+struct FSlidingWindow {
+  size_t *size;
+  unsigned int *step;
+};
+typedef struct FSlidingWindow FSlidingWindow;
 
 /* ---- backends ---------------------------------------------------------------------------- */
 
@@ -348,8 +389,13 @@ FGraphNode *fCalculateResult(FGraphNode *node);
 
 /* ---- gradients --------------------------------------------------------------------------- */
 
-/** The gradient of the sum of `outputfct` with respect to `dx`, a node of dx's shape:
- * F_FLOAT32 if outputfct and dx are F_FLOAT32, else F_FLOAT64. `dx` must be marked
+/** The gradient of the sum of `outputfct` with respect to `dx`, a node of dx's shape, of the
+ * larger of the two types in the order F_INT32 < F_INT64 < F_FLOAT32 < F_FLOAT64, and F_FLOAT64
+ * when both are integers (as the Flint library computes it; its document's "float if both are
+ * float, else double" differs from the library, and programs follow the library): an F_FLOAT32
+ * output and an F_INT64 variable give F_FLOAT32. Where values tie in freduce_max/freduce_min,
+ * every element equal to the result gets the whole incoming gradient; in fmax/fmin (and their
+ * scalar forms) a tie gives it all to the first operand. `dx` must be marked
  * (fMarkGradientVariable) and `outputfct` built in a gradient context, else ILLEGAL_DERIVE. A
  * variable outputfct does not depend on gets zeros. The result is a new node without
  * predecessors (reference_counter 0): free it with fFreeGraph. */
@@ -581,7 +627,8 @@ FGraphNode *fequal_cl(FGraphNode *a, const long b);
 FGraphNode *fequal_cf(FGraphNode *a, const float b);
 /** F_INT32: 1 where a[i] == b, else 0. */
 FGraphNode *fequal_cd(FGraphNode *a, const double b);
-/** Elementwise minimum (broadcasting; NaN propagates). */
+/** Elementwise minimum (broadcasting; NaN propagates). Gradient: to `a` where a <= b, else to
+ * `b` (a tie goes to the first operand, as in Flint). */
 FGraphNode *fmin_g(FGraphNode *a, FGraphNode *b);
 /** min(a[i], b). */
 FGraphNode *fmin_ci(FGraphNode *a, const int b);
@@ -591,7 +638,8 @@ FGraphNode *fmin_cl(FGraphNode *a, const long b);
 FGraphNode *fmin_cf(FGraphNode *a, const float b);
 /** min(a[i], b). */
 FGraphNode *fmin_cd(FGraphNode *a, const double b);
-/** Elementwise maximum (broadcasting; NaN propagates). */
+/** Elementwise maximum (broadcasting; NaN propagates). Gradient: to `a` where a >= b, else to
+ * `b` (a tie goes to the first operand, as in Flint). */
 FGraphNode *fmax_g(FGraphNode *a, FGraphNode *b);
 /** max(a[i], b). */
 FGraphNode *fmax_ci(FGraphNode *a, const int b);
@@ -612,9 +660,11 @@ FGraphNode *fmatmul(FGraphNode *a, FGraphNode *b);
 FGraphNode *freduce_sum(FGraphNode *a, const int dimension);
 /** Product over `dimension` (as freduce_sum). */
 FGraphNode *freduce_mul(FGraphNode *a, const int dimension);
-/** Minimum over `dimension` (as freduce_sum; an empty dimension is an error). */
+/** Minimum over `dimension` (as freduce_sum; an empty dimension is an error). Gradient: the
+ * whole incoming gradient to every element equal to the minimum (as in Flint). */
 FGraphNode *freduce_min(FGraphNode *a, const int dimension);
-/** Maximum over `dimension` (as freduce_sum; an empty dimension is an error). */
+/** Maximum over `dimension` (as freduce_sum; an empty dimension is an error). Gradient: the
+ * whole incoming gradient to every element equal to the maximum (as in Flint). */
 FGraphNode *freduce_max(FGraphNode *a, const int dimension);
 
 /* ---- shape operations ---------------------------------------------------------------------- */
@@ -648,8 +698,11 @@ FGraphNode *fextend_step(FGraphNode *a, const size_t *new_shape, const size_t *i
 FGraphNode *fconcat(FGraphNode *a, FGraphNode *b, const unsigned int axis);
 /** A new dimension of `size` inserted before dimension `axis` (0..rank), repeating the node. */
 FGraphNode *fexpand(FGraphNode *a, const unsigned int axis, const unsigned int size);
-/** The whole node repeated repititions[i] times along dimension i (one entry per dimension,
- * each at least 1): repeat([[0,1],[2,3]], [2,3]) has shape [4,6]. */
+/** The node concatenated with itself repititions[i] more times along dimension i (one entry per
+ * dimension, each 0 or more; a negative count is INVALID_SELECT): dimension i becomes
+ * repititions[i] + 1 times as large, so frepeat(a, {0, 1, 2}) of shape [d0, d1, d2] has shape
+ * [d0, 2*d1, 3*d2]. This is the Flint library's rule (its implementation, its C++ wrapper and
+ * its tests); the document's example, which counts all copies, is superseded. */
 FGraphNode *frepeat(FGraphNode *a, int *repititions);
 /** Permutes dimensions: result dimension i is input dimension transpositions[i] (one entry
  * per dimension, a permutation). */
@@ -677,7 +730,8 @@ FGraphNode *findex(FGraphNode *a, FGraphNode *indices);
 FGraphNode *findex_set(FGraphNode *a, FGraphNode *b, FGraphNode *indices);
 /** Every window of `size` (one entry per dimension) moved by `steps` (one per dimension), as a
  * new first dimension: [windows, size...]. Windows are ordered with the innermost dimension
- * moving fastest; no padding. A window larger than the node is INVALID_SELECT. */
+ * moving fastest; no padding. A window larger than the node is INVALID_SELECT, and so is any
+ * window over an empty dimension. */
 FGraphNode *fsliding_window(FGraphNode *a, const size_t *size, const unsigned int *steps);
 /** The inverse of fsliding_window: the windows (first dimension of `a`) placed back into a node
  * of `shape` (rank(a)-1 entries) with `steps` (rank(a)-1 entries); overlapping elements are

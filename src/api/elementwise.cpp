@@ -74,13 +74,14 @@ std::vector<detail::NodePtr> operands(const detail::NodePtr& a, const detail::No
 }
 
 Tensor binary(Op op, const Tensor& a, const Tensor& b,
-              Alignment alignment = Alignment::marked_only) {
+              Alignment alignment = Alignment::marked_only, detail::Attrs attrs = {}) {
   const std::string_view name = detail::op_info(op).name;
   detail::node_of(a, name);
   detail::node_of(b, name);
   const DType dtype = detail::result_type(op, promote(a.dtype(), b.dtype()));
   if (a.shape() == b.shape())  // the common case: nothing to broadcast
-    return detail::make_node(op, dtype, a.shape(), operands(a.node(), b.node()));
+    return detail::make_node(op, dtype, a.shape(), operands(a.node(), b.node()),
+                             std::move(attrs));
   BroadcastPlan p = plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(),
                          b.is_inverse_broadcast(), alignment);
   // Each operand's node is copied into the inputs before the other's is looked up, which may
@@ -90,7 +91,7 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b,
   inputs.reserve(2);
   inputs.push_back(broadcast_operand(a, p.shape, p.inverse, made));
   inputs.push_back(broadcast_operand(b, p.shape, p.inverse, made));
-  return detail::make_node(op, dtype, std::move(p.shape), std::move(inputs));
+  return detail::make_node(op, dtype, std::move(p.shape), std::move(inputs), std::move(attrs));
 }
 
 // A scalar beside a tensor of type `t` in the C++ API: weak, it takes the tensor's type, except
@@ -153,14 +154,24 @@ KILN_OP_REGISTRY(KILN_NO_PUBLIC_FUNCTION_, KILN_PUBLIC_UNARY_, KILN_PUBLIC_BINAR
 
 Tensor detail::flint_unary(Op op, const Tensor& a) { return flint_unary_node(op, a); }
 
+namespace {
+
+detail::Attrs flint_attrs(Op op) {
+  detail::Attrs attrs;
+  attrs.flint_ties = op == Op::minimum || op == Op::maximum;
+  return attrs;
+}
+
+}  // namespace
+
 Tensor detail::flint_binary(Op op, const Tensor& a, const Tensor& b) {
-  return binary(op, a, b, Alignment::flint_fallback);
+  return binary(op, a, b, Alignment::flint_fallback, flint_attrs(op));
 }
 Tensor detail::flint_binary(Op op, const Tensor& a, Scalar b) {
-  return binary(op, a, detail::shared_constant(b), Alignment::flint_fallback);
+  return binary(op, a, detail::shared_constant(b), Alignment::flint_fallback, flint_attrs(op));
 }
 Tensor detail::flint_binary(Op op, Scalar a, const Tensor& b) {
-  return binary(op, detail::shared_constant(a), b, Alignment::flint_fallback);
+  return binary(op, detail::shared_constant(a), b, Alignment::flint_fallback, flint_attrs(op));
 }
 
 Tensor convert(const Tensor& a, DType to) {

@@ -134,7 +134,8 @@ class NodeKey {
     put(a.seed);
     put(static_cast<std::uint64_t>(a.inverse) | static_cast<std::uint64_t>(a.drop_negative) << 1 |
         static_cast<std::uint64_t>(a.descending) << 2 |
-        static_cast<std::uint64_t>(a.store_kind) << 3);
+        static_cast<std::uint64_t>(a.flint_ties) << 3 |
+        static_cast<std::uint64_t>(a.store_kind) << 4);
     put(reinterpret_cast<std::uintptr_t>(a.custom.get()));
   }
   const std::string& bytes() const { return bytes_; }

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "api/builder.hpp"
+#include "api/flint_rules.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln {
@@ -10,7 +11,8 @@ using detail::Op;
 
 namespace {
 
-Tensor reduce(Op op, const Tensor& a, std::vector<int> axes, bool keepdims) {
+Tensor reduce(Op op, const Tensor& a, std::vector<int> axes, bool keepdims,
+              bool flint_ties = false) {
   const std::string_view name = detail::op_info(op).name;
   detail::node_of(a, name);
   if (detail::op_info(op).type_rule == detail::TypeRule::float_valued &&
@@ -46,17 +48,23 @@ Tensor reduce(Op op, const Tensor& a, std::vector<int> axes, bool keepdims) {
   while (run > 0 && axes[run - 1] + 1 == axes[run]) --run;
   Tensor source = a;
   if (run > 0) {
-    source = reduce(op, a, {axes.begin() + static_cast<std::ptrdiff_t>(run), axes.end()}, false);
+    source = reduce(op, a, {axes.begin() + static_cast<std::ptrdiff_t>(run), axes.end()}, false,
+                    flint_ties);
     axes.resize(run);
   }
   detail::Attrs attrs;
   attrs.axes.assign(axes.begin(), axes.end());
+  attrs.flint_ties = flint_ties;
   Tensor r = detail::make_node(op, detail::result_type(op, source.dtype()), std::move(shape),
                                {source.node()}, std::move(attrs));
   return keepdims ? reshape(r, kept) : r;
 }
 
 }  // namespace
+
+Tensor detail::flint_reduce(Op op, const Tensor& a, int axis) {
+  return reduce(op, a, {axis}, false, op == Op::min || op == Op::max);
+}
 
 Tensor sum(const Tensor& a, std::vector<int> axes, bool keepdims) {
   return reduce(Op::sum, a, std::move(axes), keepdims);

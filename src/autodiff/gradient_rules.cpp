@@ -65,19 +65,26 @@ Tensor unslice(const Tensor& g, const Node& n, const Shape& in_shape) {
   return extend(g, in_shape, insert_at, step);
 }
 
-// minimum/maximum: the chosen operand gets g; on a tie each gets half.
+// minimum/maximum: the chosen operand gets g; on a tie each gets half, or (Flint's rule, for the
+// C API) the first operand all of it.
 std::vector<Tensor> choice_gradients(const Tensor& a, const Tensor& b, const Tensor& g,
-                                     bool take_smaller) {
+                                     bool take_smaller, bool flint_ties) {
+  if (flint_ties) {
+    const Tensor a_gets = convert(take_smaller ? less_equal(a, b) : greater_equal(a, b), g.dtype());
+    return {g * a_gets, g * (c(1, g) - a_gets)};
+  }
   const Tensor a_wins = convert(take_smaller ? less(a, b) : greater(a, b), g.dtype());
   const Tensor tie = convert(equal(a, b), g.dtype()) * c(0.5, g);
   const Tensor b_wins = c(1, g) - a_wins - tie - tie;
   return {g * (a_wins + tie), g * (b_wins + tie)};
 }
 
-// min/max: the gradient goes to the elements equal to the extreme, shared on ties.
+// min/max: the gradient goes to the elements equal to the extreme, shared on ties, or (Flint's
+// rule, for the C API) given whole to each of them.
 Tensor extreme_gradient(const Tensor& node, const Tensor& x, const Tensor& g, const Node& n) {
   const Shape& s = x.shape();
   const Tensor hit = convert(equal(x, spread_back(node, n, s)), g.dtype());
+  if (n.attrs.flint_ties) return spread_back(g, n, s) * hit;
   std::vector<int> axes(n.attrs.axes.begin(), n.attrs.axes.end());
   return spread_back(g, n, s) * hit / spread_back(sum(hit, axes), n, s);
 }
@@ -234,8 +241,12 @@ KILN_RULE(pow) {
   const Tensor safe_log = where(defined, log_a, zeros({}, log_a.dtype()));
   return {b.g * e * pow(a, e - c(1, b.g)), b.g * b.node * safe_log};
 }
-KILN_RULE(minimum) { return choice_gradients(b.in(0), b.in(1), b.g, true); }
-KILN_RULE(maximum) { return choice_gradients(b.in(0), b.in(1), b.g, false); }
+KILN_RULE(minimum) {
+  return choice_gradients(b.in(0), b.in(1), b.g, true, b.n.attrs.flint_ties);
+}
+KILN_RULE(maximum) {
+  return choice_gradients(b.in(0), b.in(1), b.g, false, b.n.attrs.flint_ties);
+}
 KILN_RULE(where) {
   const Tensor cond = b.in(0);
   const Tensor zero = zeros({}, b.g.dtype());

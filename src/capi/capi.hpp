@@ -22,12 +22,25 @@ namespace kiln::capi {
 
 // The C++ side of a node: the C struct users see (as the base, so that an FGraphNode* of a
 // node made here converts back in O(1)) and the kiln tensor it stands for.
+// The additional_data of FSLICE, FEXTEND and FSLIDING_WINDOW nodes and the arrays it points to.
+struct CallArguments {
+  std::vector<long> first, second, third;  // FSlice's start, end, step; FExtend's step
+  std::vector<std::size_t> sizes;          // FExtend's start, FSlidingWindow's size
+  std::vector<unsigned int> steps;         // FSlidingWindow's step
+  FSlice slice{};
+  FExtend extend{};
+  FSlidingWindow window{};
+};
+
 struct CNode : FGraphNode {
   Tensor tensor;
   std::vector<std::size_t> shape;
   std::vector<FGraphNode*> preds;
   FResultData result{};
   FStore store{};
+  std::unique_ptr<CallArguments> arguments;
+  // The device copy result.mem_id names, kept alive while it is attached.
+  std::shared_ptr<detail::DeviceMemory> result_device;
   // Keep the buffers result.data and store.data point into alive.
   std::shared_ptr<detail::Buffer> result_buffer;
   std::shared_ptr<detail::Buffer> store_buffer;
@@ -105,7 +118,15 @@ template <class F> void guarded_void(Call& call, F&& body) noexcept {
 // ---- nodes (nodes.cpp) -----------------------------------------------------------------------
 // A new C node for `t` (reshaped to [1] if it is 0-dimensional, executed at once in eager mode)
 // with `preds` as predecessors, whose reference counters are incremented.
-FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphNode*> preds = {});
+// `arguments` (FSLICE, FEXTEND, FSLIDING_WINDOW) become the node's additional_data.
+FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphNode*> preds = {},
+                      std::unique_ptr<CallArguments> arguments = nullptr);
+// The node of a binary op with a scalar operand. Flint's graph shows the scalar as a constant
+// node (FGEN_CONSTANT) of the tensor operand's shape and the scalar's type (decision 20): it is
+// made here as the predecessor on the scalar's side, and freed with the node.
+enum class ScalarSide { left, right };
+FGraphNode* make_scalar_node(Tensor t, FOperationType op, FGraphNode* operand, Scalar scalar,
+                             ScalarSide side);
 // The node behind a live FGraphNode*, or nullptr for NULL and pointers not made here (or freed).
 CNode* lookup(const FGraphNode* p) noexcept;
 // Sets result_data from the tensor's computed result.

@@ -217,12 +217,31 @@ void fUnmarkGradientVariable(FGraphNode* node) {
   guarded_void(call, [&] { call.node(node, "node").tensor.unwatch(); });
 }
 
+}  // extern "C"
+
+namespace kiln::capi {
+namespace {
+
+// The type of dy/dx (decision 18, as the Flint library computes it): the larger of the two types
+// in the order F_INT32 < F_INT64 < F_FLOAT32 < F_FLOAT64, and F_FLOAT64 when both are integers.
+Tensor in_flint_gradient_type(const Tensor& g, DType y, DType x) {
+  const DType wanted = !is_float(y) && !is_float(x) ? DType::f64
+                       : static_cast<int>(y) > static_cast<int>(x) ? y
+                                                                    : x;
+  return g.dtype() == wanted ? g : g.to(wanted);
+}
+
+}  // namespace
+}  // namespace kiln::capi
+
+extern "C" {
+
 FGraphNode* fCalculateGradient(FGraphNode* outputfct, FGraphNode* dx) {
   Call call("fCalculateGradient");
   return guarded(call, static_cast<FGraphNode*>(nullptr), [&] {
     const Tensor y = call.node(outputfct, "outputfct").tensor;
     const Tensor x = call.node(dx, "dx").tensor;
-    const Tensor g = gradient(y, x);
+    const Tensor g = in_flint_gradient_type(gradient(y, x), y.dtype(), x.dtype());
     return make_node(g, op_type_of(g));
   });
 }
@@ -241,7 +260,10 @@ FErrorType fCalculateGradients(FGraphNode* outputfct, FGraphNode** dx,
       xs.push_back(call.node(dx[i], ("dx[" + std::to_string(i) + "]").c_str()).tensor);
     const std::vector<Tensor> gs = gradients(y, xs);
     made.reserve(gs.size());
-    for (const Tensor& g : gs) made.push_back(make_node(g, op_type_of(g)));
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      const Tensor g = in_flint_gradient_type(gs[i], y.dtype(), xs[i].dtype());
+      made.push_back(make_node(g, op_type_of(g)));
+    }
     for (std::size_t i = 0; i < made.size(); ++i) gradients_out[i] = made[i];
     made.clear();
     return true;

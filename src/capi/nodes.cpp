@@ -161,6 +161,9 @@ void attach_result(CNode& n) {
   // device copy of the values stays valid for the device's next use of them.
   n.result.data = const_cast<void*>(std::as_const(*n.result_buffer).data());
   n.result.num_entries = static_cast<std::size_t>(n.result_buffer->numel());
+  n.result_device = n.result_buffer->first_device_copy();
+  n.result.mem_id = n.result_device ? static_cast<_cl_mem*>(n.result_device->native_handle())
+                                    : nullptr;
   n.result_data = &n.result;
 }
 
@@ -178,7 +181,8 @@ void attach_store(CNode& n, std::shared_ptr<detail::Buffer> buffer) {
   n.operation.op_type = FSTORE;
 }
 
-FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphNode*> preds) {
+FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphNode*> preds,
+                      std::unique_ptr<CallArguments> arguments) {
   if (t.rank() == 0) t = reshape(t, {1});
   // Flint's comparisons give F_INT32 0/1; kiln's give bool, which the C API does not have.
   if (is_bool(t.dtype())) t = convert(t, DType::i32);
@@ -199,6 +203,17 @@ FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphN
   c.operation.broadcasting_mode = 0;
   c.reference_counter = 0;
   c.result_data = nullptr;
+  c.gradient_data = nullptr;
+  if (arguments) {
+    CallArguments& a = *arguments;
+    a.slice = {a.first.data(), a.second.data(), a.third.data()};
+    a.extend = {a.sizes.data(), a.third.data()};
+    a.window = {a.sizes.data(), a.steps.data()};
+    if (op == FSLICE) c.operation.additional_data = &a.slice;
+    if (op == FEXTEND) c.operation.additional_data = &a.extend;
+    if (op == FSLIDING_WINDOW) c.operation.additional_data = &a.window;
+    node->arguments = std::move(arguments);
+  }
   if (op == FSTORE) {
     const detail::Node& values = *node->tensor.node();
     attach_store(*node, detail::has_values(values) ? detail::host_buffer(values) : nullptr);
@@ -209,6 +224,20 @@ FGraphNode* make_node(Tensor t, FOperationType op, std::initializer_list<FGraphN
   registry().live.insert(node.get());
   for (FGraphNode* p : node->preds) ++p->reference_counter;
   return node.release();
+}
+
+FGraphNode* make_scalar_node(Tensor t, FOperationType op, FGraphNode* operand, Scalar scalar,
+                             ScalarSide side) {
+  const Shape& shape = static_cast<CNode*>(operand)->tensor.shape();
+  FGraphNode* constant = make_node(full(shape, scalar, scalar.dtype()), FGEN_CONSTANT);
+  try {
+    return side == ScalarSide::left ? make_node(std::move(t), op, {constant, operand})
+                                    : make_node(std::move(t), op, {operand, constant});
+  } catch (...) {
+    std::lock_guard lock(registry().mutex);
+    free_locked(constant);  // nothing refers to it yet
+    throw;
+  }
 }
 
 }  // namespace kiln::capi

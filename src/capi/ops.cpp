@@ -33,6 +33,29 @@ template <class T> std::vector<std::int64_t> entries(Call& call, const T* p, std
   return out;
 }
 
+// Flint's record of a call's arguments (FSlice, FExtend, FSlidingWindow), one entry a dimension.
+template <class T> std::vector<T> as(const std::vector<std::int64_t>& values) {
+  return std::vector<T>(values.begin(), values.end());
+}
+
+std::unique_ptr<CallArguments> slice_arguments(const std::vector<std::int64_t>& start,
+                                               const std::vector<std::int64_t>& end,
+                                               const std::vector<std::int64_t>& step) {
+  auto a = std::make_unique<CallArguments>();
+  a->first = as<long>(start);
+  a->second = as<long>(end);
+  a->third = as<long>(step);
+  return a;
+}
+
+std::unique_ptr<CallArguments> extend_arguments(const std::vector<std::int64_t>& insert_at,
+                                                const std::vector<std::int64_t>& step) {
+  auto a = std::make_unique<CallArguments>();
+  a->sizes = as<std::size_t>(insert_at);
+  a->third = as<long>(step);
+  return a;
+}
+
 using NodeP = FGraphNode*;
 constexpr NodeP kNull = nullptr;
 
@@ -60,7 +83,8 @@ extern "C" {
     Call call(#cname #suffix);                                                        \
     return guarded(call, kNull, [&] {                                                 \
       const Scalar s(static_cast<CT>(b));                                             \
-      return make_node(detail::flint_binary(kop, call.operand(a, "a"), s), OPT, {a}); \
+      return make_scalar_node(detail::flint_binary(kop, call.operand(a, "a"), s), OPT, a, s, \
+                              ScalarSide::right);                                     \
     });                                                                               \
   }
 #define KILN_SCALAR_LEFT(cname, suffix, T, CT, kop, OPT)                              \
@@ -68,7 +92,8 @@ extern "C" {
     Call call(#cname #suffix);                                                        \
     return guarded(call, kNull, [&] {                                                 \
       const Scalar s(static_cast<CT>(a));                                             \
-      return make_node(detail::flint_binary(kop, s, call.operand(b, "b")), OPT, {b}); \
+      return make_scalar_node(detail::flint_binary(kop, s, call.operand(b, "b")), OPT, b, s, \
+                              ScalarSide::left);                                      \
     });                                                                               \
   }
 #define KILN_ALL_RIGHT(cname, kop, OPT)                      \
@@ -145,17 +170,19 @@ FGraphNode* fmatmul(FGraphNode* a, FGraphNode* b) {
   });
 }
 
-#define KILN_REDUCE(cname, kfn, OPT)                                                          \
+#define KILN_REDUCE(cname, kop, OPT)                                                          \
   FGraphNode* cname(FGraphNode* a, const int dimension) {                                   \
     Call call(#cname);                                                                      \
     return guarded(call, kNull, [&] {                                                       \
-      return make_node(kfn(call.node(a, "a").tensor, {dimension}), OPT, {a});               \
+      return make_node(detail::flint_reduce(detail::Op::kop, call.node(a, "a").tensor,    \
+                                            dimension),                                 \
+                       OPT, {a});                                                           \
     });                                                                                     \
   }
-KILN_REDUCE(freduce_sum, kiln::sum, FREDUCE_SUM)
-KILN_REDUCE(freduce_mul, kiln::prod, FREDUCE_MUL)
-KILN_REDUCE(freduce_min, kiln::min, FREDUCE_MIN)
-KILN_REDUCE(freduce_max, kiln::max, FREDUCE_MAX)
+KILN_REDUCE(freduce_sum, sum, FREDUCE_SUM)
+KILN_REDUCE(freduce_mul, prod, FREDUCE_MUL)
+KILN_REDUCE(freduce_min, min, FREDUCE_MIN)
+KILN_REDUCE(freduce_max, max, FREDUCE_MAX)
 #undef KILN_REDUCE
 
 // ---- shape ops -----------------------------------------------------------------------------------
@@ -188,9 +215,10 @@ FGraphNode* fslice_step(FGraphNode* a, const long* start, const long* end, const
   return guarded(call, kNull, [&] {
     const Tensor x = call.node(a, "a").tensor;
     const int r = x.rank();
-    return make_node(kiln::slice(x, entries(call, start, r, "start"), entries(call, end, r, "end"),
-                                 entries(call, step, r, "step")),
-                     FSLICE, {a});
+    const auto first = entries(call, start, r, "start"), last = entries(call, end, r, "end"),
+               steps = entries(call, step, r, "step");
+    return make_node(kiln::slice(x, first, last, steps), FSLICE, {a},
+                     slice_arguments(first, last, steps));
   });
 }
 
@@ -199,9 +227,9 @@ FGraphNode* fslice(FGraphNode* a, const long* start, const long* end) {
   return guarded(call, kNull, [&] {
     const Tensor x = call.node(a, "a").tensor;
     const int r = x.rank();
-    return make_node(
-        kiln::slice(x, entries(call, start, r, "start"), entries(call, end, r, "end")), FSLICE,
-        {a});
+    const auto first = entries(call, start, r, "start"), last = entries(call, end, r, "end");
+    return make_node(kiln::slice(x, first, last), FSLICE, {a},
+                     slice_arguments(first, last, std::vector<std::int64_t>(first.size(), 1)));
   });
 }
 
@@ -211,10 +239,10 @@ FGraphNode* fextend_step(FGraphNode* a, const size_t* new_shape, const size_t* i
   return guarded(call, kNull, [&] {
     const Tensor x = call.node(a, "a").tensor;
     const int r = x.rank();
-    return make_node(kiln::extend(x, entries(call, new_shape, r, "new_shape"),
-                                  entries(call, insert_at, r, "insert_at"),
-                                  entries(call, step_size, r, "step_size")),
-                     FEXTEND, {a});
+    const auto at = entries(call, insert_at, r, "insert_at"),
+               steps = entries(call, step_size, r, "step_size");
+    return make_node(kiln::extend(x, entries(call, new_shape, r, "new_shape"), at, steps),
+                     FEXTEND, {a}, extend_arguments(at, steps));
   });
 }
 
@@ -223,9 +251,9 @@ FGraphNode* fextend(FGraphNode* a, const size_t* new_shape, const size_t* insert
   return guarded(call, kNull, [&] {
     const Tensor x = call.node(a, "a").tensor;
     const int r = x.rank();
-    return make_node(kiln::extend(x, entries(call, new_shape, r, "new_shape"),
-                                  entries(call, insert_at, r, "insert_at")),
-                     FEXTEND, {a});
+    const auto at = entries(call, insert_at, r, "insert_at");
+    return make_node(kiln::extend(x, entries(call, new_shape, r, "new_shape"), at), FEXTEND, {a},
+                     extend_arguments(at, std::vector<std::int64_t>(at.size(), 1)));
   });
 }
 
@@ -246,12 +274,21 @@ FGraphNode* fexpand(FGraphNode* a, const unsigned int axis, const unsigned int s
   });
 }
 
+// Flint counts the copies added to each dimension (decision 6): x makes it x + 1 times as large,
+// 0 leaves it unchanged. kiln::repeat counts all copies, as libtorch does.
 FGraphNode* frepeat(FGraphNode* a, int* repititions) {
   Call call("frepeat");
   return guarded(call, kNull, [&] {
     const Tensor x = call.node(a, "a").tensor;
-    return make_node(kiln::repeat(x, entries(call, repititions, x.rank(), "repititions")),
-                     FREPEAT, {a});
+    std::vector<std::int64_t> copies = entries(call, repititions, x.rank(), "repititions");
+    for (std::size_t d = 0; d < copies.size(); ++d) {
+      if (copies[d] < 0)
+        throw CError(INVALID_SELECT, "repititions[" + std::to_string(d) + "] = " +
+                                         std::to_string(copies[d]) +
+                                         " is negative (it counts the copies added: 0 or more)");
+      copies[d] += 1;
+    }
+    return make_node(kiln::repeat(x, copies), FREPEAT, {a});
   });
 }
 
@@ -301,9 +338,20 @@ FGraphNode* fsliding_window(FGraphNode* a, const size_t* size, const unsigned in
   return guarded(call, kNull, [&] {
     const Tensor x = call.node(a, "a").tensor;
     const int r = x.rank();
-    return make_node(
-        kiln::sliding_window(x, entries(call, size, r, "size"), entries(call, steps, r, "steps")),
-        FSLIDING_WINDOW, {a});
+    const std::vector<std::int64_t> window = entries(call, size, r, "size");
+    // kiln::sliding_window finds no windows of one element in an empty dimension; in Flint's
+    // rule every window must fit into its dimension, and none fits into an empty one.
+    for (int d = 0; d < r; ++d)
+      if (x.shape()[d] == 0)
+        throw CError(INVALID_SELECT, "window " + shape_to_string(window) + " does not fit into " +
+                                         shape_to_string(x.shape()) + " in dimension " +
+                                         std::to_string(d));
+    const auto step = entries(call, steps, r, "steps");
+    auto arguments = std::make_unique<CallArguments>();
+    arguments->sizes = as<std::size_t>(window);
+    arguments->steps = as<unsigned int>(step);
+    return make_node(kiln::sliding_window(x, window, step), FSLIDING_WINDOW, {a},
+                     std::move(arguments));
   });
 }
 

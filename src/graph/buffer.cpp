@@ -80,6 +80,12 @@ std::shared_ptr<DeviceMemory> Buffer::copy_on(const Device& device) const {
   return nullptr;
 }
 
+std::shared_ptr<DeviceMemory> Buffer::first_device_copy() const {
+  if (!has_device_copies_.load(std::memory_order_relaxed)) return nullptr;
+  std::lock_guard lock(copies_mutex_);
+  return device_copies_.empty() ? nullptr : device_copies_.front();
+}
+
 void Buffer::add_device_copy(std::shared_ptr<DeviceMemory> memory) const {
   std::lock_guard lock(copies_mutex_);
   device_copies_.push_back(std::move(memory));

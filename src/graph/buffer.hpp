@@ -55,6 +55,8 @@ class Buffer {
   std::size_t device_copies() const;
   // The copy on `device`, or null.
   std::shared_ptr<DeviceMemory> copy_on(const Device& device) const;
+  // The first copy a device holds, or null.
+  std::shared_ptr<DeviceMemory> first_device_copy() const;
   // Keeps a copy of the same values that a backend placed on its device.
   void add_device_copy(std::shared_ptr<DeviceMemory> memory) const;
   // For a backend that writes new values into this buffer on its device (an in-place update):

@@ -21,6 +21,9 @@ class DeviceMemory {
   // Copies the first `bytes` bytes to host memory at `to`, waiting until the device has written
   // them. Throws kiln::Error when the device fails.
   virtual void download(void* to, std::size_t bytes) const = 0;
+  // The backend's own handle of the allocation (an OpenCL cl_mem), which the C API shows as
+  // FResultData::mem_id; null where the backend has none to show.
+  virtual void* native_handle() const { return nullptr; }
 };
 
 }  // namespace kiln::detail

@@ -43,6 +43,9 @@ struct Attrs {
   bool inverse = false;                // broadcast: aligned at the left
   bool drop_negative = false;          // scatter_add: negative indices are dropped
   bool descending = false;             // argsort: largest first
+  // min, max, minimum, maximum built by the C API: Flint's gradient on ties (every element equal
+  // to a min/max gets the whole gradient; minimum/maximum give it all to the first operand).
+  bool flint_ties = false;
   StoreKind store_kind = StoreKind::data;  // store
   std::shared_ptr<const CustomKernel> custom;  // custom_map, custom_reduce
 };

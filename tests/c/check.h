@@ -86,5 +86,6 @@ void test_errors(void);
 void test_logging(void);
 void test_serialization(void);
 void test_images(void);
+void test_flint_idioms(void);
 
 #endif

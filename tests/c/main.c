@@ -148,6 +148,7 @@ int main(void) {
   test_logging();
   test_serialization();
   test_images();
+  test_flint_idioms();
   test_hostile();
 
   flintCleanup();

@@ -86,7 +86,7 @@ static void test_each_error_type(void) {
   CHECK_ERROR(fsliding_window(f, (size_t[]){1, 1}, (unsigned[]){0, 1}) == NULL, INVALID_SELECT,
               "fsliding_window");
   CHECK_ERROR(fextend(f, (size_t[]){2, 3}, (size_t[]){1, 0}) == NULL, INVALID_SELECT, "fextend");
-  CHECK_ERROR(frepeat(f, (int[]){0, 1}) == NULL, INVALID_SELECT, "frepeat");
+  CHECK_ERROR(frepeat(f, (int[]){-1, 1}) == NULL, INVALID_SELECT, "frepeat");
   CHECK_ERROR(fdropout(f, 1.5) == NULL, INVALID_SELECT, "fdropout");
   CHECK_ERROR(fadd_g(f, NULL) == NULL, INVALID_SELECT, "fadd_g", "b is NULL");
   CHECK_ERROR(fsub_ici(1, NULL) == NULL, INVALID_SELECT, "fsub_ici", "NULL");

@@ -815,12 +815,13 @@ static void hostile_shapes(FGraphNode *f, FGraphNode *v, FGraphNode *d, FGraphNo
   /* frepeat */
   EXPECT_NULL(frepeat(NULL, (int[]){1}), INVALID_SELECT, "frepeat");
   EXPECT_NULL(frepeat(f, NULL), INVALID_SELECT, "frepeat");
-  EXPECT_NULL(frepeat(f, (int[]){1, 0}), INVALID_SELECT, "frepeat");
+  EXPECT_NULL(frepeat(f, (int[]){1, -1}), INVALID_SELECT, "frepeat");
   EXPECT_NULL(frepeat(f, (int[]){-1, 1}), INVALID_SELECT, "frepeat");
   EXPECT_NULL(frepeat(f, (int[]){INT_MIN, 1}), INVALID_SELECT, "frepeat");
-  /* Sizes that overflow: 2*INT_MAX * 3*INT_MAX > INT64_MAX, 2^40 * 2^24 wraps to 0. */
+  /* Sizes that overflow (a count x makes x + 1 copies): 2^31 * 2^31 * 6 > INT64_MAX, and
+   * 2^40 * (2^24 - 1 + 1) wraps to 0. */
   EXPECT_NULL(frepeat(f, (int[]){INT_MAX, INT_MAX}), OUT_OF_MEMORY, "frepeat");
-  EXPECT_NULL(frepeat(huge1, (int[]){1 << 24}), OUT_OF_MEMORY, "frepeat"); /* 2^64 wraps to 0 */
+  EXPECT_NULL(frepeat(huge1, (int[]){(1 << 24) - 1}), OUT_OF_MEMORY, "frepeat");
   EXPECT_OOM(frepeat(big, (int[]){4}), "frepeat");
 
   /* ftranspose */

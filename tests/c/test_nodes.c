@@ -137,9 +137,10 @@ static void test_reference_counting(void) {
   /* Using a node twice counts twice. */
   FGraphNode *gn4 = fmul_g(gn1, gn1);
   CHECK(gn1->reference_counter == 3);
-  /* Scalar operands are not nodes. */
+  /* A scalar operand is a constant node, made with the node (decision 20). */
   FGraphNode *gn5 = fadd_ci(gn2, 1);
-  CHECK(gn5->num_predecessor == 1 && gn5->predecessors[0] == gn2);
+  CHECK(gn5->num_predecessor == 2 && gn5->predecessors[0] == gn2);
+  CHECK(gn5->predecessors[1]->operation.op_type == FGEN_CONSTANT);
   CHECK(gn2->reference_counter == 2);
 
   /* A node still in use is not freed. */

@@ -45,6 +45,7 @@ class ClMemory final : public DeviceMemory {
   const Device& device() const override;
   void download(void* to, std::size_t bytes) const override;
   cl_mem handle() const { return mem_; }
+  void* native_handle() const override { return mem_; }
   std::size_t bytes() const { return bytes_; }
 
  private:
