@@ -73,15 +73,24 @@ std::vector<detail::NodePtr> operands(const detail::NodePtr& a, const detail::No
   return inputs;
 }
 
+// A binary node; attributes are made only for the C API's minimum and maximum, keeping them off
+// the path of every other op.
+Tensor binary_node(Op op, DType dtype, Shape shape, std::vector<detail::NodePtr> inputs,
+                   bool flint_ties) {
+  if (!flint_ties) return detail::make_node(op, dtype, std::move(shape), std::move(inputs));
+  detail::Attrs attrs;
+  attrs.flint_ties = true;
+  return detail::make_node(op, dtype, std::move(shape), std::move(inputs), std::move(attrs));
+}
+
 Tensor binary(Op op, const Tensor& a, const Tensor& b,
-              Alignment alignment = Alignment::marked_only, detail::Attrs attrs = {}) {
+              Alignment alignment = Alignment::marked_only, bool flint_ties = false) {
   const std::string_view name = detail::op_info(op).name;
   detail::node_of(a, name);
   detail::node_of(b, name);
   const DType dtype = detail::result_type(op, promote(a.dtype(), b.dtype()));
   if (a.shape() == b.shape())  // the common case: nothing to broadcast
-    return detail::make_node(op, dtype, a.shape(), operands(a.node(), b.node()),
-                             std::move(attrs));
+    return binary_node(op, dtype, a.shape(), operands(a.node(), b.node()), flint_ties);
   BroadcastPlan p = plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(),
                          b.is_inverse_broadcast(), alignment);
   // Each operand's node is copied into the inputs before the other's is looked up, which may
@@ -91,7 +100,7 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b,
   inputs.reserve(2);
   inputs.push_back(broadcast_operand(a, p.shape, p.inverse, made));
   inputs.push_back(broadcast_operand(b, p.shape, p.inverse, made));
-  return detail::make_node(op, dtype, std::move(p.shape), std::move(inputs), std::move(attrs));
+  return binary_node(op, dtype, std::move(p.shape), std::move(inputs), flint_ties);
 }
 
 // A scalar beside a tensor of type `t` in the C++ API: weak, it takes the tensor's type, except
@@ -156,22 +165,19 @@ Tensor detail::flint_unary(Op op, const Tensor& a) { return flint_unary_node(op,
 
 namespace {
 
-detail::Attrs flint_attrs(Op op) {
-  detail::Attrs attrs;
-  attrs.flint_ties = op == Op::minimum || op == Op::maximum;
-  return attrs;
-}
+// Flint's gradient on ties (decision 19) for the C API's minimum and maximum.
+bool flint_ties(Op op) { return op == Op::minimum || op == Op::maximum; }
 
 }  // namespace
 
 Tensor detail::flint_binary(Op op, const Tensor& a, const Tensor& b) {
-  return binary(op, a, b, Alignment::flint_fallback, flint_attrs(op));
+  return binary(op, a, b, Alignment::flint_fallback, flint_ties(op));
 }
 Tensor detail::flint_binary(Op op, const Tensor& a, Scalar b) {
-  return binary(op, a, detail::shared_constant(b), Alignment::flint_fallback, flint_attrs(op));
+  return binary(op, a, detail::shared_constant(b), Alignment::flint_fallback, flint_ties(op));
 }
 Tensor detail::flint_binary(Op op, Scalar a, const Tensor& b) {
-  return binary(op, detail::shared_constant(a), b, Alignment::flint_fallback, flint_attrs(op));
+  return binary(op, detail::shared_constant(a), b, Alignment::flint_fallback, flint_ties(op));
 }
 
 Tensor convert(const Tensor& a, DType to) {
