@@ -31,6 +31,24 @@ void expect_near(const std::vector<double>& got, const std::vector<double>& want
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "at " << i;
 }
 
+// The rate of each training step, from the first (before any step()) as PyTorch's schedulers
+// give it: 0, 0.0001, 0.0002, ... for a 10-step warm-up of 0.001 (the example of a user who found
+// the first step at the full rate).
+TEST(NnSchedulers, TheFirstStepRunsAtTheScheduledRate) {
+  kiln::nn::SGD sgd({weight()}, {.lr = 0.001});
+  kiln::nn::CosineAnnealingLR s(sgd, 100, 0.0, 10);
+  std::vector<double> used{sgd.lr()};
+  for (int i = 0; i < 3; ++i) {
+    s.step();
+    used.push_back(sgd.lr());
+  }
+  expect_near(used, {0.0, 0.0001, 0.0002, 0.0003});
+  // Schedules without a warm-up start at the base rate.
+  kiln::nn::SGD plain({weight()}, {.lr = 0.5});
+  kiln::nn::ExponentialLR e(plain, 0.9);
+  EXPECT_EQ(plain.lr(), 0.5);
+}
+
 TEST(NnSchedulers, StepMultiStepExponential) {
   kiln::nn::SGD sgd({weight()}, {.lr = 1.0});
   kiln::nn::StepLR step(sgd, 2, 0.5);
@@ -49,6 +67,8 @@ TEST(NnSchedulers, StepMultiStepExponential) {
 TEST(NnSchedulers, CosineWithWarmup) {
   kiln::nn::Adam adam({weight()}, {.lr = 0.1});
   kiln::nn::CosineAnnealingLR cos(adam, 6, 0.01, 2);
+  // The first training step runs at the warm-up's start, 0, as PyTorch's warm-up does.
+  EXPECT_EQ(adam.lr(), 0.0);
   std::vector<double> want;
   for (int e = 1; e <= 8; ++e) {
     if (e < 2) want.push_back(0.1 * e / 2);
@@ -66,7 +86,8 @@ TEST(NnSchedulers, CosineWithWarmup) {
 TEST(NnSchedulers, OneCycle) {
   kiln::nn::SGD sgd({weight()}, {.lr = 123.0});
   kiln::nn::OneCycleLR one(sgd, 1.0, 10, 0.3, 25, 1e4);
-  EXPECT_DOUBLE_EQ(sgd.lr(), 1.0 / 25);  // set when made
+  // Set when made to the schedule at step 0 (cosine annealing at its start, as PyTorch computes it).
+  EXPECT_NEAR(sgd.lr(), 1.0 / 25, 1e-15);
   const double warm_end = 0.3 * 10 - 1, initial = 0.04, min = 0.04 / 1e4;
   std::vector<double> want;
   for (int e = 1; e <= 9; ++e) {

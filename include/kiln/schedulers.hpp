@@ -15,9 +15,11 @@ namespace kiln::nn {
 
 class Optimizer;
 
-/// A schedule given in closed form: after the n-th step() the rate is lr_at(n); lr_at(0) is the
-/// optimiser's rate when the schedule was made (the base rate), except where a schedule says
-/// otherwise. The optimiser must outlive the schedule.
+/// A schedule given in closed form: after the n-th step() the rate is lr_at(n). Making a
+/// schedule sets the optimiser's rate to lr_at(0), the rate of the first training step (as
+/// PyTorch's schedulers do): the base rate (the optimiser's rate when the schedule was made),
+/// except where a schedule says otherwise (a warm-up starts at 0). The optimiser must outlive the
+/// schedule.
 class LRScheduler {
  public:
   explicit LRScheduler(Optimizer& optimizer);
@@ -38,6 +40,9 @@ class LRScheduler {
  protected:
   virtual double lr_at(std::int64_t epoch) const = 0;
   Optimizer& optimizer() const { return optimizer_; }
+  /// Sets the optimiser's rate to lr_at(0); every schedule's constructor calls it last (lr_at
+  /// is not yet the schedule's own in the base's constructor).
+  void start();
 
  private:
   Optimizer& optimizer_;
@@ -102,7 +107,7 @@ class CosineAnnealingLR : public LRScheduler {
 
 /// PyTorch's OneCycleLR (cosine annealing, two phases): from max_lr / div_factor up to max_lr over
 /// the first pct_start of total_steps, then down to max_lr / div_factor / final_div_factor at the
-/// last step. Sets the optimiser's rate to the initial one when made.
+/// last step.
 class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(Optimizer& optimizer, double max_lr, std::int64_t total_steps,

@@ -54,6 +54,8 @@ double cosine_between(double from, double to, double pct) {
 LRScheduler::LRScheduler(Optimizer& optimizer)
     : optimizer_(optimizer), base_lr_(optimizer.lr()) {}
 
+void LRScheduler::start() { optimizer_.set_lr(lr_at(epoch_)); }
+
 void LRScheduler::step() {
   ++epoch_;
   optimizer_.set_lr(lr_at(epoch_));
@@ -77,6 +79,7 @@ void LRScheduler::load_state_dict(const std::vector<std::pair<std::string, Tenso
 StepLR::StepLR(Optimizer& optimizer, std::int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
   require(step_size > 0 && gamma >= 0, "StepLR", "needs step_size > 0 and gamma >= 0");
+  start();
 }
 
 double StepLR::lr_at(std::int64_t epoch) const {
@@ -87,6 +90,7 @@ MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<std::int64_t> milesto
     : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
   require(std::is_sorted(milestones_.begin(), milestones_.end()) && gamma >= 0, "MultiStepLR",
           "needs increasing milestones and gamma >= 0");
+  start();
 }
 
 double MultiStepLR::lr_at(std::int64_t epoch) const {
@@ -98,6 +102,7 @@ double MultiStepLR::lr_at(std::int64_t epoch) const {
 ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma)
     : LRScheduler(optimizer), gamma_(gamma) {
   require(gamma >= 0, "ExponentialLR", "needs gamma >= 0");
+  start();
 }
 
 double ExponentialLR::lr_at(std::int64_t epoch) const {
@@ -109,6 +114,7 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, std::int64_t t_max, d
     : LRScheduler(optimizer), t_max_(t_max), warmup_(warmup), eta_min_(eta_min) {
   require(warmup >= 0 && t_max > warmup && eta_min >= 0, "CosineAnnealingLR",
           "needs t_max > warmup >= 0 and eta_min >= 0");
+  start();
 }
 
 double CosineAnnealingLR::lr_at(std::int64_t epoch) const {
@@ -129,7 +135,7 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, std::int64_t total_s
           "OneCycleLR",
           "needs max_lr > 0, total_steps > 1, pct_start in (0, 1) leaving a warm-up of at "
           "least one step, and positive div factors");
-  optimizer.set_lr(initial_lr_);
+  start();
 }
 
 double OneCycleLR::lr_at(std::int64_t epoch) const {
