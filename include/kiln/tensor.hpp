@@ -203,6 +203,52 @@ class Tensor {
   Tensor max(std::vector<int> axes, bool keepdims = false) const;
   Tensor min() const;
   Tensor min(std::vector<int> axes, bool keepdims = false) const;
+  /// One dimension, as libtorch's x.sum(1) and x.mean(-1, /*keepdim=*/true).
+  Tensor sum(int axis, bool keepdims = false) const;
+  Tensor mean(int axis, bool keepdims = false) const;
+
+  /// The method forms of the free functions of the same names (kiln/ops.hpp, activations.hpp,
+  /// composite_ops.hpp), as libtorch spells them: x.exp() is exp(x).
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor abs() const;
+  Tensor sqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor neg() const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(Scalar exponent) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int axis) const;
+  Tensor log_softmax(int axis) const;
+  Tensor argmax() const;
+  Tensor argmax(int axis, bool keepdims = false) const;
+  Tensor argmin() const;
+  Tensor argmin(int axis, bool keepdims = false) const;
+  Tensor masked_fill(const Tensor& mask, Scalar value) const;
+  Tensor all() const;
+  Tensor any() const;
+  /// Over every element, with Bessel's correction (libtorch's default).
+  Tensor std() const;
+  Tensor var() const;
+  /// Comparisons as bool tensors: eq is ==, ne !=, lt <, le <=, gt >, ge >=.
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(Scalar other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(Scalar other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(Scalar other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(Scalar other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(Scalar other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(Scalar other) const;
+  std::vector<Tensor> chunk(std::int64_t chunks, int dim = 0) const;
+  std::vector<Tensor> split(std::int64_t split_size, int dim = 0) const;
 
  private:
   static void check_count(std::int64_t count, const Shape& shape);
