@@ -5,9 +5,10 @@ set -euo pipefail
 
 # graphviz: the tests parse kiln::to_dot's output with dot; python3-numpy: a test reads kiln's
 # .npy files with numpy.load. libpng-dev, libturbojpeg0-dev, libgif-dev: the image decoders.
+# libopenmpi-dev, openmpi-bin: kiln::distributed and its tests under mpirun.
 PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config
           libdnnl-dev libopenblas-dev libsleef-dev libstb-dev zlib1g-dev libkissfft-dev
-          libpng-dev libturbojpeg0-dev libgif-dev
+          libpng-dev libturbojpeg0-dev libgif-dev libopenmpi-dev openmpi-bin
           dataset-fashion-mnist
           libeigen3-dev graphviz python3-numpy
           ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo

@@ -12,6 +12,7 @@ write a node's IR. Usage: layering.py SOURCE_DIR OBJECT_FILE...
     data       datasets, file formats
     nn         layers, optimisers, training, model files
     capi       the Flint C API over all of them
+    distributed  process groups, collectives and data-parallel training, over nn
 """
 import collections
 import os
@@ -27,6 +28,7 @@ BELOW = {
     "data": {"graph", "exec", "api"},
     "nn": {"graph", "exec", "api", "autodiff", "data"},
     "capi": {"graph", "exec", "api", "autodiff", "data", "nn"},
+    "distributed": {"graph", "exec", "api", "autodiff", "data", "nn"},
 }
 # Public headers that declare vocabulary only (no Tensor): what graph/ may include.
 VOCABULARY = {"kiln/types.hpp", "kiln/error.hpp", "kiln/gradient_mode.hpp"}
@@ -42,7 +44,7 @@ BACKEND_DIRECTORY = re.compile(r"^exec/(opencl|cuda)/")
 RESULT_ACCESS = re.compile(r"->result\b")
 # Outside the C API (whose CNode has a `result` member of its own), `.result` is Node's too.
 RESULT_MEMBER = re.compile(r"\.result\b")
-FRONT_END = {"api", "autodiff", "capi", "data", "nn"}
+FRONT_END = {"api", "autodiff", "capi", "data", "nn", "distributed"}
 # Files allowed to touch Node::result, with the reason (none today).
 RESULT_EXCEPTIONS = set()
 # A built node's IR (op, inputs, attributes, view) never changes. Writes to those fields happen

@@ -83,13 +83,15 @@ struct DataLoader::State {
 
   std::int64_t batches() const {
     const std::int64_t b = options.batch_size;
-    return options.drop_last ? size / b : (size + b - 1) / b;
+    const auto n = static_cast<std::int64_t>(order.size());
+    return options.drop_last ? n / b : (n + b - 1) / b;
   }
 
   // Batch `index` of the current order, computed when prefetching.
   std::vector<Tensor> make(std::int64_t index) const {
     const std::int64_t first = index * options.batch_size;
-    const std::int64_t count = std::min(options.batch_size, size - first);
+    const std::int64_t count =
+        std::min(options.batch_size, static_cast<std::int64_t>(order.size()) - first);
     const std::vector<std::int64_t> rows(order.begin() + first, order.begin() + first + count);
     std::vector<Tensor> batch;
     if (!example) {
@@ -164,6 +166,10 @@ void check_options(const DataLoaderOptions& o) {
   if (o.prefetch < 0)
     throw Error(ErrorCode::illegal_dimension,
                 "data::DataLoader: prefetch must be 0 or more, got " + std::to_string(o.prefetch));
+  if (o.sampler && o.shuffle)
+    throw Error(ErrorCode::invalid_select,
+                "data::DataLoader: shuffle with a sampler (the sampler decides the order: leave "
+                "shuffle false)");
 }
 
 }  // namespace
@@ -202,7 +208,17 @@ DataLoader::~DataLoader() { s_->stop_producer(); }
 void DataLoader::start_epoch(std::int64_t epoch) {
   State& s = *s_;
   s.stop_producer();
-  s.order = epoch_order(s.size, s.options.shuffle, s.options.seed, epoch);
+  if (s.options.sampler) {
+    std::vector<std::int64_t> order = s.options.sampler->indices(epoch);
+    for (std::int64_t i : order)
+      if (i < 0 || i >= s.size)
+        throw Error(ErrorCode::invalid_select,
+                    "data::DataLoader: the sampler gave example " + std::to_string(i) +
+                        " of a data set of " + std::to_string(s.size));
+    s.order = std::move(order);
+  } else {
+    s.order = epoch_order(s.size, s.options.shuffle, s.options.seed, epoch);
+  }
   s.queue.clear();
   s.next_to_make = 0;
   s.made = 0;

@@ -11,6 +11,7 @@
 
 #include "exec/cpu/parallel.hpp"
 #include "exec/evaluate.hpp"
+#include "exec/result_watch.hpp"
 #include "graph/graph_lock.hpp"
 #include "graph/node.hpp"
 #include "graph/values.hpp"
@@ -208,6 +209,34 @@ void place(std::span<Node* const> nodes, Executor& executor) {
     evaluate_with(nodes, executor);
   GraphWriteLock lock;
   executor.place(nodes);
+}
+
+thread_local ResultWatch* ResultWatch::current_ = nullptr;
+
+ResultWatch::ResultWatch(std::span<Node* const> targets, ResultListener& listener)
+    : told_(targets.size(), false), listener_(listener) {
+  for (std::size_t i = 0; i < targets.size(); ++i) index_.emplace(targets[i], i);
+}
+
+void ResultWatch::finish() {
+  for (std::size_t i = 0; i < told_.size(); ++i) tell(i);
+}
+
+// Installs a watch for one evaluation on this thread, and removes it however the evaluation ends.
+struct ResultWatchScope {
+  explicit ResultWatchScope(ResultWatch& watch) { ResultWatch::current_ = &watch; }
+  ~ResultWatchScope() { ResultWatch::current_ = nullptr; }
+  ResultWatchScope(const ResultWatchScope&) = delete;
+  ResultWatchScope& operator=(const ResultWatchScope&) = delete;
+};
+
+void evaluate(std::span<Node* const> nodes, ResultListener& listener) {
+  ResultWatch watch(nodes, listener);
+  {
+    const ResultWatchScope scope(watch);
+    evaluate_with(nodes, executor_for_evaluation());
+  }
+  watch.finish();
 }
 
 void evaluate(Node& node) {

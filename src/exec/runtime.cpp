@@ -14,6 +14,7 @@
 #include "exec/kernel_profile.hpp"
 #include "exec/memory_policy.hpp"
 #include "exec/reference_kernels.hpp"
+#include "exec/result_watch.hpp"
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
 
@@ -103,6 +104,10 @@ class Runtime final : public Executor {
                   << dtype_name(k.root->dtype) << shape_to_string(k.root->shape) << " (the "
                   << backend_->name() << " executor has no kernel of its own for it)\n";
       if (timer.on()) profile_kernel(k, backend_->name(), timer.seconds(), fell_back);
+      if (ResultWatch* watch = ResultWatch::current(); watch != nullptr) [[unlikely]] {
+        watch->computed(*k.root);
+        for (const Node* s : k.stored) watch->computed(*s);
+      }
       for (int slot : p.reads) {
         const auto s = static_cast<std::size_t>(slot);
         Node* n = nodes[s];
