@@ -2,9 +2,13 @@
 //   conv 5x5x32 same + ReLU, max-pool 2, conv 5x5x64 same + ReLU, max-pool 2, flatten,
 //   dense 1024 + ReLU, dropout 0.4, dense 10; Adam (lr 1e-3, times 0.7 after each epoch),
 //   batch 64.
+// Under an MPI launcher (`mpirun -np N fashion_mnist`) it trains data-parallel: every rank takes
+// its shard of each epoch (DistributedSampler) and --batch-size examples per step, gradients are
+// averaged across ranks (nn::DistributedDataParallel), and rank 0 alone prints, tests and writes.
 // Prints a progress bar per epoch (plain lines when stdout is not a terminal), the test accuracy
 // after each epoch, and writes the per-epoch numbers to a CSV file and the curves to a PNG.
 #include <kiln/data.hpp>
+#include <kiln/distributed.hpp>
 #include <kiln/executor.hpp>
 #include <kiln/kiln.hpp>
 #include <kiln/nn.hpp>
@@ -51,7 +55,7 @@ struct Options {
 void usage(std::ostream& os) {
   os << "usage: fashion_mnist [options]\n"
         "  --epochs N        training epochs (default 1)\n"
-        "  --batch-size N    batch size (default 64)\n"
+        "  --batch-size N    batch size (default 64; under mpirun, per rank)\n"
         "  --threads N       CPU threads (default: all cores, or KILN_NUM_THREADS)\n"
         "  --seed N          seed for initialisation, shuffling and dropout (default 1)\n"
         "  --small           a smaller model: conv 8 and 16 channels, dense 128\n"
@@ -229,7 +233,21 @@ std::pair<double, double> evaluate(nn::Module& model, const kiln::data::Dataset&
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  namespace dist = kiln::distributed;
   try {
+    const bool distributed = dist::launched();
+    if (distributed) {
+      dist::init();
+      if (o.dtype == kiln::DType::f16) {
+        std::fprintf(stderr, "fashion_mnist: --dtype f16 needs loss scaling, which data-parallel "
+                             "training does not do yet: use bf16\n");
+        return 2;
+      }
+      // One voice: the other ranks train silently (their errors still go to stderr).
+      if (dist::rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
+    }
+    const int rank = distributed ? dist::rank() : 0;
+    const int ranks = distributed ? dist::world_size() : 1;
     if (o.threads > 0) kiln::set_num_threads(o.threads);
     if (!o.backend.empty()) kiln::set_executor(kiln::find_executor(o.backend));
     std::printf("executor: %s\n", std::string(kiln::current_executor()->name()).c_str());
@@ -247,6 +265,15 @@ int main(int argc, char** argv) {
 
     nn::Sequential model = make_model(o.small);
     std::printf("%s model:\n%s", o.small ? "small" : "full", model.summary().c_str());
+    // Every rank starts from rank 0's parameters; dropout masks differ per rank (its own seed).
+    std::optional<nn::DistributedDataParallel> ddp;
+    if (distributed) {
+      ddp.emplace(model);
+      nn::manual_seed(o.seed + static_cast<std::uint64_t>(rank));
+      std::printf("data-parallel over %d ranks: batch %lld per rank, %lld per step\n", ranks,
+                  static_cast<long long>(o.batch_size),
+                  static_cast<long long>(o.batch_size * ranks));
+    }
     nn::Adam optimizer(model.parameters(), {.lr = o.lr});
     // f16's gradients underflow without it; bf16 has f32's range.
     if (o.dtype == kiln::DType::f16) optimizer.set_loss_scaling({});
@@ -259,9 +286,15 @@ int main(int argc, char** argv) {
 
     // Batches gathered on a background thread two steps ahead, in the order BatchIterator
     // would give them (the same seed gives the same epochs).
-    kiln::data::DataLoader batches(
-        kiln::data::TensorDataset{{train.images, train.labels}},
-        {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed, .prefetch = 2});
+    kiln::data::DataLoaderOptions loading{
+        .batch_size = o.batch_size, .shuffle = true, .seed = o.seed, .prefetch = 2};
+    if (distributed) {
+      loading.shuffle = false;  // the sampler shuffles, the same way on every rank
+      loading.sampler = kiln::data::DistributedSampler::make(
+          train.size(), {.num_replicas = ranks, .rank = rank, .shuffle = true, .seed = o.seed});
+    }
+    kiln::data::DataLoader batches(kiln::data::TensorDataset{{train.images, train.labels}},
+                                   loading);
     std::vector<EpochResult> results;
     std::vector<double> curve_x, curve_loss;  // mean loss over each 1/20 of an epoch
     const std::int64_t n_batches = batches.num_batches();
@@ -282,9 +315,15 @@ int main(int argc, char** argv) {
           kiln::GradientContext gradients;
           std::optional<nn::Autocast> mixed;
           if (o.dtype != kiln::DType::f32) mixed.emplace(o.dtype);
-          loss = nn::cross_entropy(model(b[0]), b[1]);
+          loss = nn::cross_entropy(ddp ? (*ddp)(b[0]) : model(b[0]), b[1]);
         }
-        optimizer.step(loss);  // forward, backward and the Adam update in one pass
+        if (ddp) {
+          optimizer.zero_grad();
+          ddp->backward(loss);  // gradients averaged over the ranks
+          optimizer.step();
+        } else {
+          optimizer.step(loss);  // forward, backward and the Adam update in one pass
+        }
         const double l = loss.item<double>();
         const std::int64_t n = b[1].size(0);
         if (!std::isfinite(l)) throw kiln::Error(kiln::ErrorCode::internal_error,
@@ -299,11 +338,23 @@ int main(int argc, char** argv) {
           segment_sum = 0;
           segment_images = 0;
         }
-        progress.update(index + 1, loss_sum / images, images);
+        progress.update(index + 1, loss_sum / images, images * ranks);
       }
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      if (distributed) {
+        // The epoch's loss over every rank's examples, and the slowest rank's time.
+        const std::vector<double> totals =
+            dist::all_reduce(Tensor::from(std::vector<double>{loss_sum, static_cast<double>(images)}))
+                .to_vector<double>();
+        loss_sum = totals[0];
+        images = static_cast<std::int64_t>(totals[1]);
+        seconds = dist::all_reduce(Tensor::from(std::vector<double>{seconds}),
+                                   dist::ReduceOp::max).item<double>();
+      }
       const auto eval_start = Clock::now();
-      const auto [test_loss, test_accuracy] = evaluate(model, test, o.dtype);
+      // Every rank has the same parameters: rank 0 tests them.
+      const auto [test_loss, test_accuracy] =
+          rank == 0 ? evaluate(model, test, o.dtype) : std::pair<double, double>{0, 0};
       const double eval_seconds =
           std::chrono::duration<double>(Clock::now() - eval_start).count();
       results.push_back({epoch, loss_sum / images, test_loss, test_accuracy, seconds,
@@ -320,6 +371,10 @@ int main(int argc, char** argv) {
       optimizer.set_lr(optimizer.lr() * o.lr_decay);
     }
 
+    if (rank != 0) {
+      dist::finalize();
+      return 0;  // rank 0 writes the outputs
+    }
     if (!o.save.empty()) {
       nn::save(model, o.save);
       std::printf("saved the parameters to %s\n", o.save.c_str());
@@ -367,6 +422,7 @@ int main(int argc, char** argv) {
       std::printf("wrote %s\n", o.plot.c_str());
     }
     if (std::fflush(stdout) != 0) outputs_ok = false;
+    if (distributed) dist::finalize();
     return outputs_ok ? 0 : 1;
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "\nfashion_mnist: error (%s): %s\n", kiln::error_code_name(e.code()),

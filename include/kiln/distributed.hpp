@@ -123,6 +123,9 @@ struct DistributedDataParallelOptions {
   /// bytes), in reverse order of the parameters (the order the backward pass computes them);
   /// PyTorch's default. A parameter larger than this is a bucket of its own.
   double bucket_cap_mb = 25.0;
+  /// The first bucket (the last layers' gradients, computed first) is smaller, as in PyTorch, so
+  /// that communication starts early in the backward pass.
+  double first_bucket_cap_mb = 1.0;
   /// Start each bucket's reduction as soon as the backward pass has computed its gradients, so
   /// that communication overlaps the rest of the pass; false reduces every bucket after it.
   bool overlap = true;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "api/builder.hpp"
 #include "distributed/world.hpp"
@@ -46,9 +47,10 @@ struct DistributedDataParallel::State {
   std::size_t next_to_queue = 0;
   double wait_seconds = 0;
 
-  // Buckets in reverse order of the parameters, by dtype, up to `cap` bytes each.
-  void plan(double cap_mb) {
-    const double cap = cap_mb * 1024.0 * 1024.0;
+  // Buckets in reverse order of the parameters, by dtype, up to `cap` bytes each (the first up
+  // to `first_cap`).
+  void plan(double first_cap_mb, double cap_mb) {
+    const double mb = 1024.0 * 1024.0;
     buckets.clear();
     offset.assign(trained.size(), 0);
     bucket_of.assign(trained.size(), 0);
@@ -58,6 +60,7 @@ struct DistributedDataParallel::State {
       const auto d = static_cast<std::size_t>(v.dtype());
       std::size_t& b = open[d];
       const double bytes = static_cast<double>(v.numel()) * static_cast<double>(size_of(v.dtype()));
+      const double cap = (b == 0 ? first_cap_mb : cap_mb) * mb;
       if (b == SIZE_MAX ||
           (!buckets[b].members.empty() &&
            static_cast<double>(buckets[b].count) * static_cast<double>(size_of(v.dtype())) + bytes > cap)) {
@@ -85,20 +88,27 @@ struct DistributedDataParallel::State {
       t->wire_dtype = b.dtype;
       t->reduce = dist::ReduceOp::mean;
       t->count = b.count;
-      t->input = std::shared_ptr<const void>(b.input, b.input->data());
+      const void* bytes = std::as_const(*b.input).data();
+      t->input = std::shared_ptr<const void>(b.input, bytes);
       t->output = std::shared_ptr<void>(b.output, b.output->data());
       b.done = dist::detail::world_submit(std::move(t));
       b.queued = true;
     }
   }
 
-  // Gradient k holds its values: copy them into its bucket.
+  // Gradient k holds its values: copy them into its bucket, or, for a bucket of one gradient
+  // (a large weight), send the gradient's own storage.
   void gradient_ready(std::size_t k) {
     Bucket& b = buckets[bucket_of[k]];
-    const Buffer& values = kiln::detail::host_values(*grads[k].node());
-    const std::size_t element = size_of(b.dtype);
-    std::memcpy(static_cast<char*>(b.input->data()) + static_cast<std::size_t>(offset[k]) * element,
-                values.data(), values.bytes());
+    const Node& node = *grads[k].node();
+    if (b.members.size() == 1) {
+      b.input = kiln::detail::host_buffer(node);
+    } else {
+      const Buffer& values = kiln::detail::host_values(node);
+      std::memcpy(static_cast<char*>(b.input->data()) +
+                      static_cast<std::size_t>(offset[k]) * size_of(b.dtype),
+                  values.data(), values.bytes());
+    }
     --b.waiting;
     queue_ready();
   }
@@ -154,9 +164,10 @@ void broadcast_from_rank0(const std::vector<std::pair<std::string, Parameter>>& 
 DistributedDataParallel::DistributedDataParallel(Module& module,
                                                  DistributedDataParallelOptions options)
     : module_(module), options_(options), s_(std::make_unique<State>()) {
-  if (!(options.bucket_cap_mb > 0))
+  if (!(options.bucket_cap_mb > 0) || !(options.first_bucket_cap_mb > 0))
     throw Error(ErrorCode::invalid_select,
-                "nn::DistributedDataParallel: bucket_cap_mb must be positive");
+                "nn::DistributedDataParallel: bucket_cap_mb and first_bucket_cap_mb must be "
+                "positive");
   if (!dist::is_initialized())
     throw Error(ErrorCode::io_error,
                 "nn::DistributedDataParallel: call distributed::init() first");
@@ -196,10 +207,10 @@ void DistributedDataParallel::backward(const Tensor& loss) {
   std::vector<Tensor> values;
   for (const Parameter& p : s.trained) values.push_back(p.value());
   s.grads = values.empty() ? std::vector<Tensor>{} : gradients(loss, values);
-  s.plan(options_.bucket_cap_mb);
+  s.plan(options_.first_bucket_cap_mb, options_.bucket_cap_mb);
   for (Bucket& b : s.buckets) {
     b.waiting = b.members.size();
-    b.input = std::make_shared<Buffer>(b.dtype, b.count);
+    b.input = b.members.size() == 1 ? nullptr : std::make_shared<Buffer>(b.dtype, b.count);
     b.output = std::make_shared<Buffer>(b.dtype, b.count);
   }
   s.next_to_queue = 0;
