@@ -2,8 +2,11 @@
 // error within the timeout. Run under `mpirun -np 2` by ctest, which reads the verdicts:
 //   failures late-join   rank 1 starts init() long after rank 0's timeout
 //   failures stalled     rank 1 stops before a barrier rank 0 waits in
-// The waiting rank prints "PASS: <error>" and leaves without finalising (its process group has
-// failed); the launcher then ends the job, as it would on a cluster.
+//   failures dies        rank 1 exits with an error while rank 0 waits in a collective
+// In the first two the waiting rank prints "PASS: <error>" and leaves without finalising (its
+// process group has failed); the launcher then ends the job, as it would on a cluster. In the
+// third the launcher ends rank 0 before its (long) timeout: ctest checks mpirun's report and that
+// the job ended in time.
 #include <kiln/distributed.hpp>
 #include <kiln/kiln.hpp>
 
@@ -69,6 +72,14 @@ int main(int argc, char** argv) {
     std::cout << "FAIL: all_reduce returned without rank 1" << std::endl;
     return 1;
   }
-  std::cerr << "usage: failures late-join|stalled\n";
+  if (mode == "dies") {
+    dist::init({.timeout = std::chrono::seconds(60)});
+    dist::barrier();
+    if (dist::rank() == 1) std::_Exit(3);
+    dist::all_reduce(kiln::ones({4}));
+    std::cout << "FAIL: all_reduce returned without rank 1" << std::endl;
+    return 1;
+  }
+  std::cerr << "usage: failures late-join|stalled|dies\n";
   return 2;
 }
