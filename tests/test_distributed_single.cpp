@@ -1,12 +1,16 @@
-// data::DistributedSampler's shards, as PyTorch's DistributedSampler makes them, without MPI: the
-// ranks are given by hand.
+// What of kiln::distributed runs in one process without MPI: data::DistributedSampler's shards, as
+// PyTorch's DistributedSampler makes them (the ranks given by hand), and the errors without a
+// process group.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <string>
 
 #include "kiln/data_loader.hpp"
 #include "kiln/error.hpp"
+#include "kiln/distributed.hpp"
 #include "kiln/kiln.hpp"
 
 namespace {
@@ -76,6 +80,31 @@ TEST(DistributedSamplerShards, BadArgumentsAreErrors) {
   EXPECT_THROW(kiln::data::DataLoader(kiln::data::TensorDataset{{kiln::zeros({5})}},
                                       {.sampler = DistributedSampler::make(10, {.shuffle = false})}),
                kiln::Error);
+}
+
+}  // namespace
+
+namespace {
+
+// Without a process group every collective says why; this process never starts MPI.
+TEST(DistributedWithoutInit, CollectivesSayWhatIsMissing) {
+  namespace dist = kiln::distributed;
+  EXPECT_FALSE(dist::is_initialized());
+  const std::string missing =
+      dist::available() ? "not initialised (call distributed::init() first)" : "built without MPI";
+  for (const auto& call : std::vector<std::function<void()>>{
+           [] { dist::rank(); }, [] { dist::barrier(); },
+           [] { dist::all_reduce(kiln::ones({2})); }}) {
+    try {
+      call();
+      FAIL() << "a collective ran without a process group";
+    } catch (const kiln::Error& e) {
+      EXPECT_EQ(e.code(), kiln::ErrorCode::io_error);
+      EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+    }
+  }
+  kiln::nn::Linear model(2, 2);
+  EXPECT_THROW(kiln::nn::DistributedDataParallel ddp(model), kiln::Error);
 }
 
 }  // namespace
