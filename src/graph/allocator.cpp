@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 
@@ -122,10 +123,14 @@ SmallBlocks::~SmallBlocks() {
   release();
 }
 
+// On the heap, with only a pointer in thread-local storage: a 4 KB thread_local would not fit
+// the static TLS block that a library loaded after start-up (a Python extension) gets.
 SmallBlocks* small_blocks() {
   if (small_blocks_gone) return nullptr;
-  thread_local SmallBlocks lists;
-  return &lists;
+  thread_local std::unique_ptr<SmallBlocks> lists;
+  if (lists == nullptr) [[unlikely]]
+    lists = std::make_unique<SmallBlocks>();
+  return lists.get();
 }
 
 }  // namespace

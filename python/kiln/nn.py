@@ -1,0 +1,170 @@
+"""kiln.nn: layers, losses and optimisers.
+
+The layers kiln implements in C++ (``Linear``, ``Conv2d``, ...) are ``NativeModule``s. Modules
+written in Python derive from :class:`Module`, as in PyTorch: their attributes that are
+parameters, modules, or lists and dicts of them are found by ``parameters()``.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Tuple
+
+from ._kiln import Tensor
+from ._kiln.nn import *  # noqa: F401,F403
+from ._kiln.nn import NativeModule, Parameter, load, save
+
+
+def _parameter_binary(name: str):
+    def method(self: Parameter, other):
+        return getattr(self.value, name)(other)
+
+    method.__name__ = name
+    return method
+
+
+# A parameter computes as its current value: w @ x, w * 2, -w, w.sum() ...
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__pow__",
+              "__neg__", "__getitem__"):
+    setattr(Parameter, _name, _parameter_binary(_name))
+
+
+def _parameter_getattr(self: Parameter, name: str):
+    # Any other Tensor method (t, sum, reshape, ...) of the current value.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(self.value, name)
+
+
+Parameter.__getattr__ = _parameter_getattr
+
+
+class Module:
+    """The base of modules written in Python: define ``forward``; assign layers, parameters and
+    sub-modules as attributes."""
+
+    training: bool = True
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def _children(self) -> Iterator[Tuple[str, object]]:
+        for name, value in vars(self).items():
+            if isinstance(value, (Module, NativeModule, Parameter)):
+                yield name, value
+            elif isinstance(value, (list, tuple)):
+                for i, v in enumerate(value):
+                    if isinstance(v, (Module, NativeModule, Parameter)):
+                        yield f"{name}.{i}", v
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    if isinstance(v, (Module, NativeModule, Parameter)):
+                        yield f"{name}.{k}", v
+
+    def named_parameters(self, prefix: str = "") -> List[Tuple[str, Parameter]]:
+        """(name, Parameter) pairs with PyTorch's dotted names, each slot once."""
+        out: List[Tuple[str, Parameter]] = []
+        for name, child in self._children():
+            full = prefix + name
+            if isinstance(child, Parameter):
+                out.append((full, child))
+            elif isinstance(child, Module):
+                out.extend(child.named_parameters(full + "."))
+            else:
+                out.extend((f"{full}.{n}", p) for n, p in child.named_parameters())
+        unique: List[Tuple[str, Parameter]] = []
+        for name, p in out:
+            if not any(p.same_slot(q) for _, q in unique):
+                unique.append((name, p))
+        return unique
+
+    def parameters(self) -> List[Parameter]:
+        return [p for _, p in self.named_parameters()]
+
+    def modules(self) -> Iterator[object]:
+        yield self
+        for _, child in self._children():
+            if isinstance(child, Module):
+                yield from child.modules()
+            elif isinstance(child, NativeModule):
+                yield child
+
+    def train(self, mode: bool = True) -> "Module":
+        for m in self.modules():
+            if isinstance(m, Module):
+                m.training = mode
+            else:
+                m.train(mode)
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.zero_grad()
+
+    def state_dict(self) -> Dict[str, Tensor]:
+        return {name: p.value for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state: Dict[str, object]) -> None:
+        """Sets every parameter from ``state`` (tensors or arrays, checked first: a missing name
+        or another shape raises kiln.Error and changes nothing)."""
+        named = self.named_parameters()
+        missing = [n for n, _ in named if n not in state]
+        if missing:
+            raise KeyError(f"load_state_dict: no value for {missing}")
+        from ._kiln import tensor
+
+        values = {n: tensor(state[n]) for n, _ in named}
+        for n, p in named:
+            if tuple(values[n].shape) != tuple(p.shape):
+                raise ValueError(f"load_state_dict: {n} has shape {p.shape}, "
+                                 f"the value {values[n].shape}")
+        for n, p in named:
+            p.set(values[n])
+
+    def save(self, path: str) -> None:
+        """The parameters to a kiln model file (written atomically)."""
+        save(self.named_parameters(), path)
+
+    def load(self, path: str) -> None:
+        load(self.named_parameters(), path)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+class Sequential(Module):
+    """Modules applied in order: ``Sequential(Conv2d(1, 8, 3), ReLU(), ...)``."""
+
+    def __init__(self, *layers) -> None:
+        self.layers = list(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def __getitem__(self, i: int):
+        return self.layers[i]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def named_parameters(self, prefix: str = "") -> List[Tuple[str, Parameter]]:
+        # PyTorch's names: "0.weight", "3.bias", ...
+        out: List[Tuple[str, Parameter]] = []
+        for i, layer in enumerate(self.layers):
+            if isinstance(layer, Module):
+                out.extend(layer.named_parameters(f"{prefix}{i}."))
+            elif isinstance(layer, NativeModule):
+                out.extend((f"{prefix}{i}.{n}", p) for n, p in layer.named_parameters())
+        return out
+
+    def __repr__(self) -> str:
+        inner = "\n".join(f"  ({i}): {layer!r}" for i, layer in enumerate(self.layers))
+        return f"Sequential(\n{inner}\n)"
