@@ -28,6 +28,8 @@ std::optional<DType> kiln_dtype(nb::dlpack::dtype d);
 // kiln.tensor does. `dtype` converts; Python floats without one become the default dtype (f32),
 // as in PyTorch.
 Tensor to_tensor(nb::handle value, std::optional<DType> dtype = std::nullopt);
+// a @ b with NumPy's and PyTorch's rules for 1-D operands.
+Tensor matmul_of(const Tensor& a, const Tensor& b);
 // A Python number as a kiln Scalar (bool, int, float, complex), or nullopt for anything else.
 std::optional<Scalar> to_scalar(nb::handle value);
 

@@ -119,7 +119,7 @@ void bind_ops(nb::module_& m) {
   m.def("where", [](nb::handle c, nb::handle a, nb::handle b) {
           return where(to_tensor(c), to_tensor(a), to_tensor(b));
         }, nb::arg("condition"), nb::arg("input"), nb::arg("other"));
-  m.def("matmul", [](nb::handle a, nb::handle b) { return matmul(to_tensor(a), to_tensor(b)); });
+  m.def("matmul", [](nb::handle a, nb::handle b) { return matmul_of(to_tensor(a), to_tensor(b)); });
   m.def("softmax", [](nb::handle x, int dim) { return softmax(to_tensor(x), dim); },
         nb::arg("input"), nb::arg("dim"));
   m.def("log_softmax", [](nb::handle x, int dim) { return log_softmax(to_tensor(x), dim); },

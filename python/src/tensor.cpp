@@ -18,6 +18,7 @@ namespace kiln::python {
 namespace {
 
 namespace dl = nb::dlpack;
+using namespace nb::literals;
 
 // The values of an evaluated tensor stay where they are while anything outside kiln looks at
 // them: a heap copy of the handle travels with the view and is dropped with it. A handle keeps
@@ -153,9 +154,12 @@ std::string describe(dl::dtype d) {
   return std::string(code) + std::to_string(d.bits);
 }
 
-// A C-contiguous array's memory as a tensor of kiln's, without a copy.
+// A C-contiguous array's memory as a tensor of kiln's, without a copy where the memory is 64-byte
+// aligned (what kiln's kernels take from the outside; PyTorch's and JAX's CPU arrays are, NumPy's
+// are 16-byte aligned). Otherwise the values are copied once, or with copy=False it is an error.
 Tensor lend(const char* op, void* data, std::size_t ndim, const std::int64_t* strides,
-            const std::size_t* shape_in, dl::dtype dtype, std::function<void(void*)> release) {
+            const std::size_t* shape_in, dl::dtype dtype, std::function<void(void*)> release,
+            std::optional<bool> copy) {
   const std::optional<DType> d = kiln_dtype(dtype);
   if (!d)
     fail(ErrorCode::wrong_type, op,
@@ -171,12 +175,23 @@ Tensor lend(const char* op, void* data, std::size_t ndim, const std::int64_t* st
            "numpy.ascontiguousarray(a), or use kiln.tensor, which copies");
     expected *= shape[i];
   }
+  const bool aligned = reinterpret_cast<std::uintptr_t>(data) % 64 == 0;
+  if (copy == std::optional<bool>(false) && !aligned)
+    fail(ErrorCode::invalid_select, op,
+         "copy=False, but the array's memory is not 64-byte aligned, which kiln needs to share "
+         "it (NumPy aligns to 16 bytes: allocate with kiln.empty_aligned, or allow a copy)");
+  if (copy == std::optional<bool>(true)) {
+    Tensor t = Tensor::from_bytes(data, *d, shape);
+    release(data);
+    return t;
+  }
   return Tensor::from_blob(data, std::move(shape), *d, std::move(release));
 }
 
-Tensor from_dlpack(nb::handle source) {
-  // nanobind asks __dlpack__ for the newest capsule both sides know (versioned or not).
-  nb::ndarray<nb::device::cpu> array;
+Tensor from_dlpack(nb::handle source, std::optional<bool> copy) {
+  // nanobind asks __dlpack__ for the newest capsule both sides know (versioned or not). Read-only
+  // arrays are taken too: kiln never writes into memory lent to it.
+  nb::ndarray<nb::ro, nb::device::cpu> array;
   if (!nb::try_cast(source, array))
     fail(ErrorCode::wrong_type, "kiln.from_dlpack",
          "the object gives no DLPack tensor in host memory (an array of another device, or no "
@@ -187,13 +202,13 @@ Tensor from_dlpack(nb::handle source) {
     shape[i] = array.shape(i);
     strides[i] = array.stride(i);
   }
-  void* data = array.data();
+  void* data = const_cast<void*>(array.data());
   const dl::dtype dtype = array.dtype();
   return lend("kiln.from_dlpack", data, shape.size(), strides.data(), shape.data(), dtype,
-              release_under_gil(std::move(array)));
+              release_under_gil(std::move(array)), copy);
 }
 
-Tensor from_numpy(nb::handle source) {
+Tensor from_numpy(nb::handle source, std::optional<bool> copy) {
   nb::module_ np = nb::module_::import_("numpy");
   if (!nb::isinstance(source, np.attr("ndarray")))
     fail(ErrorCode::wrong_type, "kiln.from_numpy",
@@ -202,7 +217,22 @@ Tensor from_numpy(nb::handle source) {
     fail(ErrorCode::invalid_select, "kiln.from_numpy",
          "the array is not C-contiguous; pass numpy.ascontiguousarray(a), or use kiln.tensor, "
          "which copies");
-  return from_dlpack(source);
+  return from_dlpack(source, copy);
+}
+
+// A NumPy array of `shape` and `dtype` whose memory is 64-byte aligned, so that kiln.from_numpy
+// shares it.
+nb::object empty_aligned(nb::handle shape, nb::handle dtype) {
+  nb::module_ np = nb::module_::import_("numpy");
+  nb::object dt = np.attr("dtype")(dtype);
+  const auto item = nb::cast<std::int64_t>(dt.attr("itemsize"));
+  const auto n = nb::cast<std::int64_t>(np.attr("prod")(shape, "dtype"_a = np.attr("int64")));
+  nb::object raw = np.attr("empty")(n * item + 64, "dtype"_a = np.attr("uint8"));
+  const auto address = nb::cast<std::uintptr_t>(
+      raw.attr("__array_interface__")["data"].attr("__getitem__")(0));
+  const std::int64_t offset = static_cast<std::int64_t>((64 - address % 64) % 64);
+  nb::object part = raw[nb::slice(nb::int_(offset), nb::int_(offset + n * item), nb::none())];
+  return part.attr("view")(dt).attr("reshape")(shape);
 }
 
 // ---- Python values as tensors ----------------------------------------------------------------
@@ -273,7 +303,7 @@ Tensor to_tensor(nb::handle value, std::optional<DType> dtype) {
         PyList_Check(value.ptr()) || PyTuple_Check(value.ptr()) || PyFloat_Check(value.ptr()) ||
         PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()) || PyComplex_Check(value.ptr());
     nb::object a = numpy_array_of(value, from_python);
-    const Tensor lent = from_dlpack(a);
+    const Tensor lent = from_dlpack(a, std::nullopt);
     t = lent.clone();  // kiln.tensor copies: the values no longer depend on the array
     t.eval();
   }
@@ -320,6 +350,20 @@ std::vector<TensorIndex> indices_of(nb::handle key) {
 }
 
 // ---- operators -------------------------------------------------------------------------------
+
+}  // namespace
+
+// a @ b as NumPy and PyTorch take it: a 1-D operand is a row (left) or a column (right) whose
+// dimension is dropped from the result.
+Tensor matmul_of(const Tensor& a, const Tensor& b) {
+  const bool row = a.rank() == 1, column = b.rank() == 1;
+  Tensor r = matmul(row ? a.unsqueeze(0) : a, column ? b.unsqueeze(1) : b);
+  if (column) r = r.squeeze(-1);
+  if (row) r = r.squeeze(column ? -1 : -2);
+  return r;
+}
+
+namespace {
 
 // a (op) b where b is a tensor or a Python number (a weak scalar: it takes a's dtype).
 template <class F> nb::object binary(const Tensor& a, nb::handle b, F op) {
@@ -410,10 +454,13 @@ void bind_tensor(nb::module_& m) {
              nb::gil_scoped_release unlocked;
              return to_string(t);
            })
-      .def("eval", [](const Tensor& t) {
-             nb::gil_scoped_release unlocked;
-             t.eval();
-             return t;
+      .def("eval", [](nb::handle self) {
+             const Tensor& t = nb::cast<const Tensor&>(self);
+             {
+               nb::gil_scoped_release unlocked;
+               t.eval();
+             }
+             return nb::borrow(self);
            }, "Computes the values now (the GIL is released meanwhile); returns the tensor.")
       .def("is_evaluated", &Tensor::is_evaluated)
       .def("item", [](const Tensor& t) -> nb::object {
@@ -472,8 +519,8 @@ void bind_tensor(nb::module_& m) {
       .def("__rtruediv__", [](const Tensor& a, nb::handle b) { return reflected(a, b, [](auto&& x, auto&& y) { return div(x, y); }); })
       .def("__pow__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return pow(x, y); }); })
       .def("__rpow__", [](const Tensor& a, nb::handle b) { return reflected(a, b, [](auto&& x, auto&& y) { return pow(x, y); }); })
-      .def("__matmul__", [](const Tensor& a, nb::handle b) { return matmul(a, to_tensor(b)); })
-      .def("__rmatmul__", [](const Tensor& a, nb::handle b) { return matmul(to_tensor(b), a); })
+      .def("__matmul__", [](const Tensor& a, nb::handle b) { return matmul_of(a, to_tensor(b)); })
+      .def("__rmatmul__", [](const Tensor& a, nb::handle b) { return matmul_of(to_tensor(b), a); })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__pos__", [](const Tensor& a) { return a; })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
@@ -576,7 +623,7 @@ void bind_tensor(nb::module_& m) {
              return clamp(t, lo ? std::optional<Scalar>(Scalar(*lo)) : std::nullopt,
                           hi ? std::optional<Scalar>(Scalar(*hi)) : std::nullopt);
            }, nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
-      .def("matmul", [](const Tensor& a, nb::handle b) { return matmul(a, to_tensor(b)); })
+      .def("matmul", [](const Tensor& a, nb::handle b) { return matmul_of(a, to_tensor(b)); })
       .def("softmax", &Tensor::softmax, nb::arg("dim"))
       .def("log_softmax", &Tensor::log_softmax, nb::arg("dim"))
       .def("masked_fill", [](const Tensor& t, nb::handle mask, nb::handle value) {
@@ -609,13 +656,19 @@ void bind_tensor(nb::module_& m) {
         "object NumPy can read. Python floats give float32 and ints int64, as in PyTorch; int8, "
         "int16, uint8 and uint16 are widened to int32 and uint32 to int64 (kiln has no smaller "
         "integer types).");
-  m.def("from_numpy", &from_numpy, nb::arg("array"),
-        "A tensor over a C-contiguous NumPy array's memory, without a copy (as torch.from_numpy): "
-        "the array stays alive while kiln needs it, and writing into the array changes what "
-        "unevaluated kiln graphs will read.");
-  m.def("from_dlpack", &from_dlpack, nb::arg("source"),
-        "A tensor over the memory of any object with __dlpack__ (NumPy, PyTorch, JAX), without a "
-        "copy; host memory, C-contiguous.");
+  m.def("from_numpy", &from_numpy, nb::arg("array"), nb::arg("copy") = nb::none(),
+        "A tensor over a C-contiguous NumPy array's memory (as torch.from_numpy): the array stays "
+        "alive while kiln needs it, and writing into it changes what unevaluated kiln graphs "
+        "read. kiln shares memory that is 64-byte aligned (kiln.empty_aligned makes such "
+        "arrays; NumPy's own are 16-byte aligned) and otherwise copies it once; copy=False makes "
+        "that an error, copy=True always copies.");
+  m.def("from_dlpack", &from_dlpack, nb::arg("source"), nb::arg("copy") = nb::none(),
+        "A tensor over the memory of any object with __dlpack__ (NumPy, PyTorch, JAX) in host "
+        "memory, C-contiguous; shared where 64-byte aligned (PyTorch's and JAX's CPU arrays "
+        "are), as kiln.from_numpy.");
+  m.def("empty_aligned", &empty_aligned, nb::arg("shape"), nb::arg("dtype") = "float32",
+        "An uninitialised NumPy array whose memory is 64-byte aligned, which kiln.from_numpy "
+        "shares without a copy.");
 }
 
 }  // namespace kiln::python

@@ -1,0 +1,97 @@
+"""kiln.nn from Python: native layers, Python modules, training, files, the data loader."""
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.nn as nn
+
+
+class Regression(nn.Module):
+    def __init__(self):
+        self.w = nn.Parameter("w", kiln.zeros(3, 1))
+        self.b = nn.Parameter("b", kiln.zeros(1))
+
+    def forward(self, x):
+        return x @ self.w + self.b
+
+
+def test_a_python_module_trains():
+    kiln.manual_seed(0)
+    model = Regression()
+    assert [n for n, _ in model.named_parameters()] == ["w", "b"]
+    x = kiln.rand(64, 3)
+    y = x @ kiln.tensor([[1.0], [-2.0], [0.5]]) + 0.3
+    opt = nn.SGD(model.parameters(), lr=0.5)
+    for _ in range(300):
+        with kiln.gradient_context():
+            loss = nn.mse_loss(model(x), y)
+        opt.step(loss)
+    assert loss.item() < 1e-4
+    np.testing.assert_allclose(model.w.value.numpy().ravel(), [1.0, -2.0, 0.5], atol=2e-2)
+    assert opt.steps == 300
+
+
+def test_sequential_of_native_layers_has_pytorchs_names():
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(4 * 4 * 4, 10))
+    assert [n for n, _ in model.named_parameters()] == [
+        "0.weight", "0.bias", "4.weight", "4.bias"]
+    out = model(kiln.rand(2, 1, 8, 8))
+    assert out.shape == (2, 10)
+    model.eval()
+    assert not model[0].training
+    model.train()
+    assert model[0].training
+
+
+def test_backward_then_step_with_adam():
+    kiln.manual_seed(1)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    opt = nn.Adam(model.parameters(), lr=1e-2)
+    x = kiln.rand(16, 4)
+    y = kiln.tensor([i % 3 for i in range(16)])
+    losses = []
+    for _ in range(60):
+        opt.zero_grad()
+        with kiln.gradient_context():
+            loss = nn.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] * 0.8
+
+
+def test_save_and_load(tmp_path):
+    kiln.manual_seed(2)
+    a = nn.Sequential(nn.Linear(3, 2))
+    path = str(tmp_path / "model.kiln")
+    a.save(path)
+    kiln.manual_seed(3)
+    b = nn.Sequential(nn.Linear(3, 2))
+    assert a[0].weight.value.tolist() != b[0].weight.value.tolist()
+    b.load(path)
+    assert a[0].weight.value.tolist() == b[0].weight.value.tolist()
+    b.load_state_dict({k: np.zeros(v.shape) for k, v in a.state_dict().items()})
+    assert b[0].weight.value.tolist() == [[0.0] * 3] * 2
+    with pytest.raises(kiln.Error):
+        nn.Sequential(nn.Linear(4, 2)).load(path)
+
+
+def test_data_loader_over_numpy_arrays():
+    x = np.arange(10, dtype=np.float32).reshape(10, 1)
+    y = np.arange(10)
+    loader = kiln.data.DataLoader([x, y], batch_size=4, shuffle=True, seed=5)
+    assert len(loader) == 3
+    epochs = []
+    for _ in range(2):
+        seen = []
+        for bx, by in loader:
+            assert bx.shape[1] == 1
+            np.testing.assert_array_equal(bx.numpy()[:, 0], by.numpy())
+            seen.extend(by.tolist())
+        assert sorted(seen) == list(range(10))
+        epochs.append(seen)
+    assert epochs[0] != epochs[1]  # reshuffled per epoch
+    with pytest.raises(kiln.Error):
+        kiln.data.DataLoader([x, y[:5]], batch_size=2)
