@@ -22,15 +22,21 @@ for pkg in "${PACKAGES[@]}"; do
 done
 
 # The ONNX export test runs kiln's models in ONNX Runtime (PyPI only; Debian has no package). It
-# reports itself skipped where PyPI cannot be reached.
+# reports itself skipped where PyPI cannot be reached. The Python package (python/) is built with
+# nanobind (and scikit-build-core for pip install .) and tested with pytest, against NumPy and JAX
+# (jax[cpu]; PyTorch's wheel is 3 GB, so its tests skip where it is not installed).
 ONNX_PIP=(onnx==1.23.2 onnxruntime==1.32.0 numpy)
+PYTHON_PIP=(nanobind==3.1.0 scikit-build-core==0.11.6 pytest "jax[cpu]")
 install_onnx_python() {
-  if python3 -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
-    return
+  if ! python3 -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+    echo "setup: installing ${ONNX_PIP[*]} for $(command -v python3) with pip"
+    python3 -m pip install --quiet --disable-pip-version-check "${ONNX_PIP[@]}" ||
+      echo "setup: pip could not install ${ONNX_PIP[*]}: the ONNX Runtime check will be skipped"
   fi
-  echo "setup: installing ${ONNX_PIP[*]} for $(command -v python3) with pip"
-  python3 -m pip install --quiet --disable-pip-version-check "${ONNX_PIP[@]}" ||
-    echo "setup: pip could not install ${ONNX_PIP[*]}: the ONNX Runtime check will be skipped"
+  if ! python3 -c "import nanobind, scikit_build_core, pytest, jax" 2>/dev/null; then
+    echo "setup: installing ${PYTHON_PIP[*]} for $(command -v python3) with pip"
+    python3 -m pip install --quiet --disable-pip-version-check "${PYTHON_PIP[@]}"
+  fi
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

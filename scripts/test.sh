@@ -13,8 +13,10 @@ section "setup"
 ./scripts/setup.sh
 
 section "Release build (build/)"
-configure_ninja build -DCMAKE_BUILD_TYPE=Release -DKILN_SANITIZE=OFF \
-  -DKILN_BUILD_TESTS=ON -DKILN_BUILD_EXAMPLES=ON
+# KILN_BUILD_PYTHON: the Python package's module, and its pytest suite among the unit tests.
+RELEASE_OPTIONS=(-DCMAKE_BUILD_TYPE=Release -DKILN_SANITIZE=OFF -DKILN_BUILD_TESTS=ON
+                 -DKILN_BUILD_EXAMPLES=ON -DKILN_BUILD_PYTHON=ON)
+configure_ninja build "${RELEASE_OPTIONS[@]}"
 cmake --build build -j2
 
 section "unit tests (Release)"
@@ -30,6 +32,18 @@ cmake -S tests/consumer -B build/consumer -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$ROOT/build/install-prefix"
 cmake --build build/consumer -j2
 env -u LD_LIBRARY_PATH ./build/consumer/kiln_consumer
+
+section "Python package: pip install . in a fresh virtual environment, pytest against it"
+# The wheel is built in build/ with the Release build's options, so that only the module is
+# compiled again (for the environment's Python); pip fetches scikit-build-core and nanobind into
+# its isolated build environment, and numpy as the package's dependency.
+rm -rf build/venv
+python3 -m venv build/venv
+build/venv/bin/python -m pip install --quiet --disable-pip-version-check pytest
+build/venv/bin/python -m pip install --quiet --disable-pip-version-check . -Cbuild-dir=build \
+  $(printf -- '-Ccmake.define.%s ' "${RELEASE_OPTIONS[@]#-D}")
+(cd build/venv && KILN_NUM_THREADS=1 ./bin/python -m kiln &&
+   KILN_NUM_THREADS=1 ./bin/python -m pytest -q -p no:cacheprovider "$ROOT/python/tests")
 
 section "sanitizer build (build-asan/, ASan + UBSan)"
 # allocator_may_return_null: kiln reports failed huge allocations as out_of_memory errors.
