@@ -168,3 +168,38 @@ class Sequential(Module):
     def __repr__(self) -> str:
         inner = "\n".join(f"  ({i}): {layer!r}" for i, layer in enumerate(self.layers))
         return f"Sequential(\n{inner}\n)"
+
+
+def save_checkpoint(model, optimizer, path: str, extra=None) -> None:
+    """A training checkpoint in one safetensors file, as kiln's C++ nn::save_checkpoint lays it
+    out: the parameters as "model.<name>", the optimiser's state_dict() as
+    "optimizer.<name>", and `extra` (a dict of tensors: an epoch, a schedule's state) as
+    "extra.<name>". Written atomically."""
+    from ._kiln import save_safetensors
+
+    tensors = {f"model.{n}": p.value for n, p in model.named_parameters()}
+    tensors.update({f"optimizer.{n}": t for n, t in optimizer.state_dict().items()})
+    tensors.update({f"extra.{n}": t for n, t in (extra or {}).items()})
+    save_safetensors(path, tensors)
+
+
+def load_checkpoint(model, optimizer, path: str) -> Dict[str, Tensor]:
+    """Restores what save_checkpoint wrote (the model's parameters and the optimiser's state,
+    everything checked before anything changes) and returns the extra tensors."""
+    from ._kiln import load_safetensors
+
+    file = load_safetensors(path)
+    params = {n[len("model."):]: t for n, t in file.items() if n.startswith("model.")}
+    state = {n[len("optimizer."):]: t for n, t in file.items() if n.startswith("optimizer.")}
+    named = model.named_parameters()
+    missing = [n for n, _ in named if n not in params]
+    if missing:
+        raise KeyError(f"load_checkpoint: {path} has no value for {missing}")
+    for n, p in named:
+        if tuple(params[n].shape) != tuple(p.shape):
+            raise ValueError(f"load_checkpoint: {n} has shape {p.shape} in the model, "
+                             f"{params[n].shape} in {path}")
+    optimizer.load_state_dict(state)  # checks the whole state before it changes anything
+    for n, p in named:
+        p.set(params[n])
+    return {n[len("extra."):]: t for n, t in file.items() if n.startswith("extra.")}

@@ -18,6 +18,7 @@ void bind_ops(nb::module_& m);
 void bind_nn(nb::module_& nn);
 void bind_data(nb::module_& data);
 void bind_runtime(nb::module_& m);
+void bind_files(nb::module_& m);
 
 // kiln's dtype as DLPack describes it, and back (nullopt: a type kiln has no tensor of).
 nb::dlpack::dtype dlpack_dtype(DType d);

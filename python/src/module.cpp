@@ -37,6 +37,7 @@ NB_MODULE(_kiln, m) {
   py::bind_tensor(m);
   py::bind_ops(m);
   py::bind_runtime(m);
+  py::bind_files(m);
   nb::module_ nn = m.def_submodule("nn", "kiln.nn's layers, losses and optimisers");
   py::bind_nn(nn);
   nb::module_ data = m.def_submodule("data", "kiln.data: loading and batching");

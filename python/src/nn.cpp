@@ -12,6 +12,7 @@
 
 #include "bindings.hpp"
 #include "kiln/nn.hpp"
+#include "kiln/safetensors.hpp"
 #include "kiln/schedulers.hpp"
 
 namespace kiln::python {
@@ -241,6 +242,31 @@ void bind_nn(nb::module_& m) {
           nn::load(p, path);
         }, nb::arg("named_parameters"), nb::arg("path"));
   m.def("manual_seed", &nn::manual_seed, nb::arg("seed"));
+}
+
+void bind_files(nb::module_& m) {
+  m.def("save_safetensors", [](const std::string& path, nb::dict tensors, nb::handle metadata) {
+          std::vector<std::pair<std::string, Tensor>> named;
+          for (auto [k, v] : tensors) named.emplace_back(nb::cast<std::string>(k), to_tensor(v));
+          std::vector<std::pair<std::string, std::string>> meta;
+          if (!metadata.is_none())
+            for (auto [k, v] : nb::cast<nb::dict>(metadata))
+              meta.emplace_back(nb::cast<std::string>(k), nb::cast<std::string>(v));
+          nb::gil_scoped_release unlocked;
+          save_safetensors(path, named, meta);
+        }, nb::arg("path"), nb::arg("tensors"), nb::arg("metadata") = nb::none(),
+        "Writes named tensors (a dict) as a safetensors file, atomically; PyTorch's "
+        "safetensors.torch.load_file reads it.");
+  m.def("load_safetensors", [](const std::string& path) {
+          Safetensors file;
+          {
+            nb::gil_scoped_release unlocked;
+            file = load_safetensors(path);
+          }
+          nb::dict out;
+          for (auto& [name, t] : file.tensors) out[name.c_str()] = t;
+          return out;
+        }, nb::arg("path"), "The tensors of a safetensors file, by name, in the file's order.");
 }
 
 }  // namespace kiln::python

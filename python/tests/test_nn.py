@@ -95,3 +95,43 @@ def test_data_loader_over_numpy_arrays():
     assert epochs[0] != epochs[1]  # reshuffled per epoch
     with pytest.raises(kiln.Error):
         kiln.data.DataLoader([x, y[:5]], batch_size=2)
+
+
+def test_checkpoints_resume_exactly(tmp_path):
+    def train(model, opt, steps, first):
+        for s in range(first, first + steps):
+            kiln.manual_seed(100 + s)
+            x = kiln.rand(8, 4)
+            with kiln.gradient_context():
+                loss = nn.cross_entropy(model(x), kiln.tensor([s % 3] * 8))
+            opt.step(loss)
+
+    def make():
+        return nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+
+    kiln.manual_seed(7)
+    model = make()
+    opt = nn.Adam(model.parameters(), lr=1e-2)
+    train(model, opt, 3, 0)
+    path = str(tmp_path / "ckpt.safetensors")
+    nn.save_checkpoint(model, opt, path, extra={"epoch": kiln.tensor([3])})
+    train(model, opt, 3, 3)
+
+    kiln.manual_seed(8)
+    resumed = make()
+    resumed_opt = nn.Adam(resumed.parameters(), lr=1e-2)
+    extra = nn.load_checkpoint(resumed, resumed_opt, path)
+    assert extra["epoch"].tolist() == [3]
+    train(resumed, resumed_opt, 3, 3)
+    for (n, a), (_, b) in zip(model.named_parameters(), resumed.named_parameters()):
+        assert a.value.tolist() == b.value.tolist(), n
+
+
+def test_safetensors_round_trip(tmp_path):
+    path = str(tmp_path / "t.safetensors")
+    kiln.save_safetensors(path, {"a": np.arange(4, dtype=np.float32), "b": kiln.ones(2, 2)})
+    back = kiln.load_safetensors(path)
+    assert list(back) == ["a", "b"]
+    assert back["a"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(kiln.Error):
+        kiln.load_safetensors(str(tmp_path / "missing.safetensors"))
