@@ -135,3 +135,27 @@ def test_safetensors_round_trip(tmp_path):
     assert back["a"].tolist() == [0.0, 1.0, 2.0, 3.0]
     with pytest.raises(kiln.Error):
         kiln.load_safetensors(str(tmp_path / "missing.safetensors"))
+
+
+def test_a_training_step_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    x = np.random.default_rng(1).standard_normal((16, 6)).astype(np.float32)
+    y = np.arange(16) % 4
+    tmodel = torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 4))
+    kmodel = nn.Sequential(nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 4))
+    kmodel.load_state_dict({k: v.detach().numpy() for k, v in tmodel.state_dict().items()})
+    topt = torch.optim.Adam(tmodel.parameters(), lr=1e-2)
+    kopt = nn.Adam(kmodel.parameters(), lr=1e-2)
+    for _ in range(3):
+        topt.zero_grad()
+        tloss = torch.nn.functional.cross_entropy(tmodel(torch.from_numpy(x)), torch.from_numpy(y))
+        tloss.backward()
+        topt.step()
+        with kiln.gradient_context():
+            kloss = nn.cross_entropy(kmodel(kiln.tensor(x)), kiln.tensor(y))
+        kopt.step(kloss)
+        assert kloss.item() == pytest.approx(tloss.item(), rel=1e-5)
+    for name, p in kmodel.named_parameters():
+        np.testing.assert_allclose(np.asarray(p.value), tmodel.state_dict()[name].numpy(),
+                                   rtol=1e-5, atol=1e-6, err_msg=name)
