@@ -6,6 +6,7 @@
 #include <nanobind/ndarray.h>
 
 #include <optional>
+#include <vector>
 
 #include "kiln/kiln.hpp"
 
@@ -29,6 +30,13 @@ std::optional<DType> kiln_dtype(nb::dlpack::dtype d);
 // kiln.tensor does. `dtype` converts; Python floats without one become the default dtype (f32),
 // as in PyTorch.
 Tensor to_tensor(nb::handle value, std::optional<DType> dtype = std::nullopt);
+// The reductions over dimensions (sum, mean, prod, max, min), as Tensor methods and functions.
+struct Reduction {
+  const char* name;
+  Tensor (*fn)(const Tensor&, std::vector<int>, bool);
+};
+const std::vector<Reduction>& reductions();
+
 // a @ b with NumPy's and PyTorch's rules for 1-D operands.
 Tensor matmul_of(const Tensor& a, const Tensor& b);
 // A Python number as a kiln Scalar (bool, int, float, complex), or nullopt for anything else.

@@ -46,6 +46,20 @@ NamedParameters named_of(nb::handle named) {
 }
 
 
+// Adam and AdamW: the same arguments, PyTorch's (betas as a pair).
+template <class Opt, class Options>
+void bind_adam(nb::module_& m, const char* name, double default_weight_decay) {
+  nb::class_<Opt, nn::Optimizer>(m, name)
+      .def("__init__", [](Opt* o, nb::handle params, double lr, std::pair<double, double> betas,
+                          double eps, double weight_decay) {
+             new (o) Opt(parameters_of(params), Options{.lr = lr, .beta1 = betas.first,
+                                                        .beta2 = betas.second, .eps = eps,
+                                                        .weight_decay = weight_decay});
+           }, nb::arg("params"), nb::arg("lr") = 1e-3,
+           nb::arg("betas") = std::pair<double, double>(0.9, 0.999), nb::arg("eps") = 1e-8,
+           nb::arg("weight_decay") = default_weight_decay);
+}
+
 }  // namespace
 
 void bind_nn(nb::module_& m) {
@@ -198,24 +212,8 @@ void bind_nn(nb::module_& m) {
            }, nb::arg("params"), nb::arg("lr") = 0.01, nb::arg("momentum") = 0.0,
            nb::arg("weight_decay") = 0.0, nb::arg("nesterov") = false,
            nb::arg("dampening") = 0.0);
-  nb::class_<nn::Adam, nn::Optimizer>(m, "Adam")
-      .def("__init__", [](nn::Adam* o, nb::handle params, double lr,
-                          std::pair<double, double> betas, double eps, double weight_decay) {
-             new (o) nn::Adam(parameters_of(params), {.lr = lr, .beta1 = betas.first,
-                                                      .beta2 = betas.second, .eps = eps,
-                                                      .weight_decay = weight_decay});
-           }, nb::arg("params"), nb::arg("lr") = 1e-3,
-           nb::arg("betas") = std::pair<double, double>(0.9, 0.999), nb::arg("eps") = 1e-8,
-           nb::arg("weight_decay") = 0.0);
-  nb::class_<nn::AdamW, nn::Optimizer>(m, "AdamW")
-      .def("__init__", [](nn::AdamW* o, nb::handle params, double lr,
-                          std::pair<double, double> betas, double eps, double weight_decay) {
-             new (o) nn::AdamW(parameters_of(params), {.lr = lr, .beta1 = betas.first,
-                                                       .beta2 = betas.second, .eps = eps,
-                                                       .weight_decay = weight_decay});
-           }, nb::arg("params"), nb::arg("lr") = 1e-3,
-           nb::arg("betas") = std::pair<double, double>(0.9, 0.999), nb::arg("eps") = 1e-8,
-           nb::arg("weight_decay") = 1e-2);
+  bind_adam<nn::Adam, nn::AdamOptions>(m, "Adam", 0.0);
+  bind_adam<nn::AdamW, nn::AdamWOptions>(m, "AdamW", 1e-2);
 
   // ---- schedules (each keeps its optimiser alive) ----
   nb::class_<nn::LRScheduler>(m, "LRScheduler")

@@ -138,14 +138,6 @@ void bind_ops(nb::module_& m) {
         nb::arg("input"), nb::arg("start_dim") = 0, nb::arg("end_dim") = -1);
 
   // ---- reductions ----
-  m.def("sum", [](const Tensor& t, nb::handle dim, bool keepdim) { return sum(t, dims_of(dim), keepdim); },
-        nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  m.def("mean", [](const Tensor& t, nb::handle dim, bool keepdim) { return mean(t, dims_of(dim), keepdim); },
-        nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  m.def("max", [](const Tensor& t, nb::handle dim, bool keepdim) { return max(t, dims_of(dim), keepdim); },
-        nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  m.def("min", [](const Tensor& t, nb::handle dim, bool keepdim) { return min(t, dims_of(dim), keepdim); },
-        nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
   m.def("argmax", [](const Tensor& t, std::optional<int> dim, bool keepdim) {
           return dim ? argmax(t, *dim, keepdim) : argmax(t);
         }, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);

@@ -253,6 +253,16 @@ nb::object numpy_array_of(nb::handle value, bool from_python_lists) {
 
 }  // namespace
 
+const std::vector<Reduction>& reductions() {
+  static const std::vector<Reduction> table{
+      {"sum", [](const Tensor& t, std::vector<int> d, bool k) { return sum(t, std::move(d), k); }},
+      {"mean", [](const Tensor& t, std::vector<int> d, bool k) { return mean(t, std::move(d), k); }},
+      {"prod", [](const Tensor& t, std::vector<int> d, bool k) { return prod(t, std::move(d), k); }},
+      {"max", [](const Tensor& t, std::vector<int> d, bool k) { return max(t, std::move(d), k); }},
+      {"min", [](const Tensor& t, std::vector<int> d, bool k) { return min(t, std::move(d), k); }}};
+  return table;
+}
+
 nb::dlpack::dtype dlpack_dtype(DType d) {
   switch (d) {
     case DType::f32: return nb::dtype<float>();
@@ -379,6 +389,14 @@ template <class F> nb::object reflected(const Tensor& a, nb::handle b, F op) {
       PyTuple_Check(b.ptr()))
     return nb::cast(op(to_tensor(b), a));
   return nb::borrow(Py_NotImplemented);
+}
+
+// The dunder methods of a binary op, with its reflected form (b + a for a number b).
+template <class Op>
+void bind_binary(nb::class_<Tensor>& c, const char* name, const char* reflected_name, Op op) {
+  c.def(name, [op](const Tensor& a, nb::handle b) { return binary(a, b, op); });
+  if (reflected_name != nullptr)
+    c.def(reflected_name, [op](const Tensor& a, nb::handle b) { return reflected(a, b, op); });
 }
 
 std::vector<int> dims_of(nb::handle dim) {
@@ -508,17 +526,6 @@ void bind_tensor(nb::module_& m) {
                t = t.index_put(idx, to_tensor(value));
              }
            })
-      // arithmetic
-      .def("__add__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return add(x, y); }); })
-      .def("__radd__", [](const Tensor& a, nb::handle b) { return reflected(a, b, [](auto&& x, auto&& y) { return add(x, y); }); })
-      .def("__sub__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return sub(x, y); }); })
-      .def("__rsub__", [](const Tensor& a, nb::handle b) { return reflected(a, b, [](auto&& x, auto&& y) { return sub(x, y); }); })
-      .def("__mul__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return mul(x, y); }); })
-      .def("__rmul__", [](const Tensor& a, nb::handle b) { return reflected(a, b, [](auto&& x, auto&& y) { return mul(x, y); }); })
-      .def("__truediv__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return div(x, y); }); })
-      .def("__rtruediv__", [](const Tensor& a, nb::handle b) { return reflected(a, b, [](auto&& x, auto&& y) { return div(x, y); }); })
-      .def("__pow__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return pow(x, y); }); })
-      .def("__rpow__", [](const Tensor& a, nb::handle b) { return reflected(a, b, [](auto&& x, auto&& y) { return pow(x, y); }); })
       .def("__matmul__", [](const Tensor& a, nb::handle b) { return matmul_of(a, to_tensor(b)); })
       .def("__rmatmul__", [](const Tensor& a, nb::handle b) { return matmul_of(to_tensor(b), a); })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
@@ -528,13 +535,6 @@ void bind_tensor(nb::module_& m) {
       .def("__and__", [](const Tensor& a, nb::handle b) { return logical_and(a, to_tensor(b)); })
       .def("__or__", [](const Tensor& a, nb::handle b) { return logical_or(a, to_tensor(b)); })
       .def("__xor__", [](const Tensor& a, nb::handle b) { return logical_xor(a, to_tensor(b)); })
-      // comparisons give bool tensors, as in PyTorch
-      .def("__eq__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return equal(x, y); }); })
-      .def("__ne__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return not_equal(x, y); }); })
-      .def("__lt__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return less(x, y); }); })
-      .def("__le__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return less_equal(x, y); }); })
-      .def("__gt__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return greater(x, y); }); })
-      .def("__ge__", [](const Tensor& a, nb::handle b) { return binary(a, b, [](auto&& x, auto&& y) { return greater_equal(x, y); }); })
       .def("__bool__", [](const Tensor& t) {
              if (t.numel() != 1)
                throw Error(ErrorCode::incompatible_shapes,
@@ -581,17 +581,6 @@ void bind_tensor(nb::module_& m) {
       .def("chunk", &Tensor::chunk, nb::arg("chunks"), nb::arg("dim") = 0)
       .def("split", &Tensor::split, nb::arg("split_size"), nb::arg("dim") = 0)
       // reductions
-      .def("sum", [](const Tensor& t, nb::handle dim, bool keepdim) { return sum(t, dims_of(dim), keepdim); },
-           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("mean", [](const Tensor& t, nb::handle dim, bool keepdim) { return mean(t, dims_of(dim), keepdim); },
-           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("prod", [](const Tensor& t, nb::handle dim, bool keepdim) { return prod(t, dims_of(dim), keepdim); },
-           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("max", [](const Tensor& t, nb::handle dim, bool keepdim) { return max(t, dims_of(dim), keepdim); },
-           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false,
-           "The largest values (over `dim`); the positions are argmax's.")
-      .def("min", [](const Tensor& t, nb::handle dim, bool keepdim) { return min(t, dims_of(dim), keepdim); },
-           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
       .def("argmax", [](const Tensor& t, std::optional<int> dim, bool keepdim) {
              return dim ? argmax(t, *dim, keepdim) : argmax(t);
            }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
@@ -649,6 +638,28 @@ void bind_tensor(nb::module_& m) {
              return nb::cast(g);
            })
       .def("zero_grad", &Tensor::zero_grad);
+
+  // Arithmetic, and comparisons giving bool tensors (as in PyTorch).
+  bind_binary(tensor, "__add__", "__radd__", [](auto&& x, auto&& y) { return add(x, y); });
+  bind_binary(tensor, "__sub__", "__rsub__", [](auto&& x, auto&& y) { return sub(x, y); });
+  bind_binary(tensor, "__mul__", "__rmul__", [](auto&& x, auto&& y) { return mul(x, y); });
+  bind_binary(tensor, "__truediv__", "__rtruediv__", [](auto&& x, auto&& y) { return div(x, y); });
+  bind_binary(tensor, "__pow__", "__rpow__", [](auto&& x, auto&& y) { return pow(x, y); });
+  bind_binary(tensor, "__eq__", nullptr, [](auto&& x, auto&& y) { return equal(x, y); });
+  bind_binary(tensor, "__ne__", nullptr, [](auto&& x, auto&& y) { return not_equal(x, y); });
+  bind_binary(tensor, "__lt__", nullptr, [](auto&& x, auto&& y) { return less(x, y); });
+  bind_binary(tensor, "__le__", nullptr, [](auto&& x, auto&& y) { return less_equal(x, y); });
+  bind_binary(tensor, "__gt__", nullptr, [](auto&& x, auto&& y) { return greater(x, y); });
+  bind_binary(tensor, "__ge__", nullptr, [](auto&& x, auto&& y) { return greater_equal(x, y); });
+  // Reductions over all dimensions, one (an int) or several (a tuple), as methods and functions.
+  for (const Reduction& r : reductions()) {
+    tensor.def(r.name, [f = r.fn](const Tensor& t, nb::handle dim, bool keepdim) {
+      return f(t, dims_of(dim), keepdim);
+    }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+    m.def(r.name, [f = r.fn](const Tensor& t, nb::handle dim, bool keepdim) {
+      return f(t, dims_of(dim), keepdim);
+    }, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+  }
 
   m.def("tensor", [](nb::handle data, std::optional<DType> dtype) { return to_tensor(data, dtype); },
         nb::arg("data"), nb::arg("dtype") = nb::none(),
