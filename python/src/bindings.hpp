@@ -16,6 +16,7 @@ namespace nb = nanobind;
 
 void bind_tensor(nb::module_& m);
 void bind_ops(nb::module_& m);
+void bind_more_ops(nb::module_& m);  // after bind_tensor: it adds methods to Tensor
 void bind_nn(nb::module_& nn);
 void bind_data(nb::module_& data);
 void bind_runtime(nb::module_& m);
@@ -42,4 +43,30 @@ Tensor matmul_of(const Tensor& a, const Tensor& b);
 // A Python number as a kiln Scalar (bool, int, float, complex), or nullopt for anything else.
 std::optional<Scalar> to_scalar(nb::handle value);
 
+// An argument that takes a tensor or anything kiln.tensor takes (a NumPy array, a list), as
+// PyTorch's functions do; it converts to const Tensor& where a function wants one.
+struct TensorLike {
+  Tensor t;
+  operator const Tensor&() const { return t; }
+};
+
 }  // namespace kiln::python
+
+namespace nanobind::detail {
+template <> struct type_caster<kiln::python::TensorLike> {
+  NB_TYPE_CASTER(kiln::python::TensorLike, const_name("kiln.Tensor | numpy.typing.ArrayLike"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    try {
+      value.t = kiln::python::to_tensor(src);
+      return true;
+    } catch (...) {
+      PyErr_Clear();  // not convertible: nanobind reports the argument types it accepts
+      return false;
+    }
+  }
+  static handle from_cpp(const kiln::python::TensorLike& v, rv_policy policy,
+                         cleanup_list* cleanup) noexcept {
+    return make_caster<kiln::Tensor>::from_cpp(v.t, policy, cleanup);
+  }
+};
+}  // namespace nanobind::detail

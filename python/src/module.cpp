@@ -36,6 +36,7 @@ NB_MODULE(_kiln, m) {
   });
   py::bind_tensor(m);
   py::bind_ops(m);
+  py::bind_more_ops(m);
   py::bind_runtime(m);
   py::bind_files(m);
   nb::module_ nn = m.def_submodule("nn", "kiln.nn's layers, losses and optimisers");

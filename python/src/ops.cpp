@@ -67,8 +67,8 @@ void bind_ops(nb::module_& m) {
                                                       : nb::cast<Shape>(shape);
           return dtype ? full(sh, *s, *dtype) : full(sh, *s);
         }, nb::arg("shape"), nb::arg("fill_value"), nb::kw_only(), nb::arg("dtype") = nb::none());
-  m.def("zeros_like", [](const Tensor& t) { return zeros_like(t); });
-  m.def("ones_like", [](const Tensor& t) { return ones_like(t); });
+  m.def("zeros_like", [](const TensorLike& t) { return zeros_like(t); });
+  m.def("ones_like", [](const TensorLike& t) { return ones_like(t); });
   m.def("arange", [](std::int64_t a, std::optional<std::int64_t> b, std::int64_t step,
                      std::optional<DType> dtype) {
           const std::int64_t start = b ? a : 0, end = b ? *b : a;
@@ -131,14 +131,14 @@ void bind_ops(nb::module_& m) {
   m.attr("concat") = m.attr("cat");
   m.def("stack", [](nb::handle parts, int dim) { return stack(tensors_of(parts), dim); },
         nb::arg("tensors"), nb::arg("dim") = 0);
-  m.def("reshape", [](const Tensor& t, Shape shape) { return reshape(t, std::move(shape)); });
-  m.def("transpose", [](const Tensor& t, int a, int b) { return transpose(t, a, b); });
-  m.def("permute", [](const Tensor& t, std::vector<int> dims) { return permute(t, std::move(dims)); });
-  m.def("flatten", [](const Tensor& t, int start, int end) { return flatten(t, start, end); },
+  m.def("reshape", [](const TensorLike& t, Shape shape) { return reshape(t, std::move(shape)); });
+  m.def("transpose", [](const TensorLike& t, int a, int b) { return transpose(t, a, b); });
+  m.def("permute", [](const TensorLike& t, std::vector<int> dims) { return permute(t, std::move(dims)); });
+  m.def("flatten", [](const TensorLike& t, int start, int end) { return flatten(t, start, end); },
         nb::arg("input"), nb::arg("start_dim") = 0, nb::arg("end_dim") = -1);
 
   // ---- reductions ----
-  m.def("argmax", [](const Tensor& t, std::optional<int> dim, bool keepdim) {
+  m.def("argmax", [](const TensorLike& t, std::optional<int> dim, bool keepdim) {
           return dim ? argmax(t, *dim, keepdim) : argmax(t);
         }, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
   m.def("allclose", [](nb::handle a, nb::handle b, double rtol, double atol) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "kiln/executor.hpp"
 #include "kiln/tensor_index.hpp"
 
 namespace kiln::python {
@@ -472,15 +473,30 @@ void bind_tensor(nb::module_& m) {
              nb::gil_scoped_release unlocked;
              return to_string(t);
            })
-      .def("eval", [](nb::handle self) {
+      .def("eval", [](nb::handle self, std::optional<std::string> executor) {
              const Tensor& t = nb::cast<const Tensor&>(self);
+             std::shared_ptr<Executor> e = executor ? find_executor(*executor) : nullptr;
              {
                nb::gil_scoped_release unlocked;
-               t.eval();
+               if (e) t.eval(*e);
+               else t.eval();
              }
              return nb::borrow(self);
-           }, "Computes the values now (the GIL is released meanwhile); returns the tensor.")
+           }, nb::arg("executor") = nb::none(), "Computes the values now (the GIL is released meanwhile); returns the tensor.")
       .def("is_evaluated", &Tensor::is_evaluated)
+      .def("place_on", [](nb::handle self, const std::string& executor) {
+             std::shared_ptr<Executor> e = find_executor(executor);
+             {
+               nb::gil_scoped_release unlocked;
+               nb::cast<const Tensor&>(self).place_on(*e);
+             }
+             return nb::borrow(self);
+           }, nb::arg("executor"),
+           "Evaluates on the named executor (cpu, reference, opencl) and keeps the values in its "
+           "memory, as libtorch's to(device) for the tensor's storage.")
+      .def("is_on", [](const Tensor& t, const std::string& executor) {
+             return t.is_on(*find_executor(executor));
+           }, nb::arg("executor"))
       .def("item", [](const Tensor& t) -> nb::object {
              Scalar s;
              {
@@ -656,7 +672,7 @@ void bind_tensor(nb::module_& m) {
     tensor.def(r.name, [f = r.fn](const Tensor& t, nb::handle dim, bool keepdim) {
       return f(t, dims_of(dim), keepdim);
     }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-    m.def(r.name, [f = r.fn](const Tensor& t, nb::handle dim, bool keepdim) {
+    m.def(r.name, [f = r.fn](const TensorLike& t, nb::handle dim, bool keepdim) {
       return f(t, dims_of(dim), keepdim);
     }, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
   }
