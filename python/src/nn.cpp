@@ -148,6 +148,8 @@ void bind_nn(nb::module_& m) {
              new (l) nn::LayerNorm(s, eps, affine);
            }, nb::arg("normalized_shape"), nb::arg("eps") = 1e-5,
            nb::arg("elementwise_affine") = true);
+  nb::class_<nn::BatchNorm2d, nn::Module>(m, "BatchNorm2d")
+      .def(nb::init<std::int64_t>(), nb::arg("num_features"));
   nb::class_<nn::Embedding, nn::Module>(m, "Embedding")
       .def(nb::init<std::int64_t, std::int64_t>(), nb::arg("num_embeddings"),
            nb::arg("embedding_dim"));
@@ -226,6 +228,18 @@ void bind_nn(nb::module_& m) {
   nb::class_<nn::ExponentialLR, nn::LRScheduler>(m, "ExponentialLR")
       .def(nb::init<nn::Optimizer&, double>(), nb::arg("optimizer"), nb::arg("gamma"),
            nb::keep_alive<1, 2>());
+  nb::class_<nn::MultiStepLR, nn::LRScheduler>(m, "MultiStepLR")
+      .def(nb::init<nn::Optimizer&, std::vector<std::int64_t>, double>(), nb::arg("optimizer"),
+           nb::arg("milestones"), nb::arg("gamma") = 0.1, nb::keep_alive<1, 2>());
+  nb::class_<nn::CosineAnnealingLR, nn::LRScheduler>(m, "CosineAnnealingLR")
+      .def(nb::init<nn::Optimizer&, std::int64_t, double, std::int64_t>(), nb::arg("optimizer"),
+           nb::arg("T_max"), nb::arg("eta_min") = 0.0, nb::arg("warmup") = 0,
+           nb::keep_alive<1, 2>());
+  nb::class_<nn::OneCycleLR, nn::LRScheduler>(m, "OneCycleLR")
+      .def(nb::init<nn::Optimizer&, double, std::int64_t, double, double, double>(),
+           nb::arg("optimizer"), nb::arg("max_lr"), nb::arg("total_steps"),
+           nb::arg("pct_start") = 0.3, nb::arg("div_factor") = 25.0,
+           nb::arg("final_div_factor") = 1e4, nb::keep_alive<1, 2>());
 
   // ---- files ----
   m.def("save", [](nb::handle named, const std::string& path) {

@@ -159,3 +159,27 @@ def test_a_training_step_matches_pytorch():
     for name, p in kmodel.named_parameters():
         np.testing.assert_allclose(np.asarray(p.value), tmodel.state_dict()[name].numpy(),
                                    rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_schedules_follow_pytorchs_rates():
+    model = nn.Sequential(nn.Linear(2, 1))
+    opt = nn.SGD(model.parameters(), lr=1.0)
+    sched = nn.StepLR(opt, step_size=2, gamma=0.5)
+    rates = []
+    for _ in range(5):
+        rates.append(opt.lr)
+        sched.step()
+    assert rates == [1.0, 1.0, 0.5, 0.5, 0.25]
+    opt2 = nn.SGD(model.parameters(), lr=0.1)
+    cosine = nn.CosineAnnealingLR(opt2, T_max=10, eta_min=0.0, warmup=2)
+    assert opt2.lr == 0.0  # the warm-up's first step, as PyTorch's LinearLR(start_factor=0)
+    cosine.step()
+    assert opt2.lr == pytest.approx(0.05)
+
+
+def test_batch_norm_buffers_are_not_parameters():
+    bn = nn.BatchNorm2d(3)
+    assert [n for n, _ in bn.named_parameters()] == ["weight", "bias"]
+    assert [n for n, _ in bn.named_buffers()][:2] == ["running_mean", "running_var"]
+    y = bn(kiln.rand(4, 3, 2, 2))
+    assert y.shape == (4, 3, 2, 2)
