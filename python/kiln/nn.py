@@ -84,6 +84,22 @@ class Module:
     def parameters(self) -> List[Parameter]:
         return [p for _, p in self.named_parameters()]
 
+    def named_buffers(self, prefix: str = "") -> List[Tuple[str, Parameter]]:
+        """State that is not trained (BatchNorm's running statistics), named as the parameters."""
+        out: List[Tuple[str, Parameter]] = []
+        for name, child in self._named_modules():
+            full = prefix + name
+            if isinstance(child, Module):
+                out.extend(child.named_buffers(full + "."))
+            else:
+                out.extend((f"{full}.{n}", b) for n, b in child.named_buffers())
+        return out
+
+    def _named_modules(self) -> Iterator[Tuple[str, object]]:
+        for name, child in self._children():
+            if isinstance(child, (Module, NativeModule)):
+                yield name, child
+
     def modules(self) -> Iterator[object]:
         yield self
         for _, child in self._children():
@@ -108,12 +124,13 @@ class Module:
             p.zero_grad()
 
     def state_dict(self) -> Dict[str, Tensor]:
-        return {name: p.value for name, p in self.named_parameters()}
+        """Parameters then buffers, by name (PyTorch's state_dict names)."""
+        return {name: p.value for name, p in self.named_parameters() + self.named_buffers()}
 
     def load_state_dict(self, state: Dict[str, object]) -> None:
         """Sets every parameter from ``state`` (tensors or arrays, checked first: a missing name
         or another shape raises kiln.Error and changes nothing)."""
-        named = self.named_parameters()
+        named = self.named_parameters() + self.named_buffers()
         missing = [n for n, _ in named if n not in state]
         if missing:
             raise KeyError(f"load_state_dict: no value for {missing}")
@@ -128,11 +145,11 @@ class Module:
             p.set(values[n])
 
     def save(self, path: str) -> None:
-        """The parameters to a kiln model file (written atomically)."""
-        save(self.named_parameters(), path)
+        """The parameters and buffers to a kiln model file (written atomically)."""
+        save(self.named_parameters() + self.named_buffers(), path)
 
     def load(self, path: str) -> None:
-        load(self.named_parameters(), path)
+        load(self.named_parameters() + self.named_buffers(), path)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -164,6 +181,11 @@ class Sequential(Module):
             elif isinstance(layer, NativeModule):
                 out.extend((f"{prefix}{i}.{n}", p) for n, p in layer.named_parameters())
         return out
+
+    def _named_modules(self) -> Iterator[Tuple[str, object]]:
+        for i, layer in enumerate(self.layers):
+            if isinstance(layer, (Module, NativeModule)):
+                yield str(i), layer
 
     def __repr__(self) -> str:
         inner = "\n".join(f"  ({i}): {layer!r}" for i, layer in enumerate(self.layers))

@@ -183,3 +183,10 @@ def test_batch_norm_buffers_are_not_parameters():
     assert [n for n, _ in bn.named_buffers()][:2] == ["running_mean", "running_var"]
     y = bn(kiln.rand(4, 3, 2, 2))
     assert y.shape == (4, 3, 2, 2)
+
+
+def test_state_dict_holds_buffers():
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2))
+    names = list(model.state_dict())
+    assert names[:4] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert "1.running_mean" in names and "1.running_var" in names
