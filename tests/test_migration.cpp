@@ -79,6 +79,7 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
   ROW(kiln::tensor({1.f, 2.f}),
       expect_tensor(kiln::tensor({1.f, 2.f}), DType::f32, {2}, {1, 2}););
   ROW(kiln::arange(5), expect_tensor(kiln::arange(5), DType::i64, {5}, iota(5)););
+  ROW(kiln::arange(2, 11, 3), expect_tensor(kiln::arange(2, 11, 3), DType::i64, {3}, {2, 5, 8}););
   ROW(kiln::linspace(0, 1, 5),
       expect_tensor(kiln::linspace(0, 1, 5), DType::f32, {5}, {0, 0.25, 0.5, 0.75, 1}););
   ROW(kiln::eye(3), expect_tensor(kiln::eye(3), DType::f32, {3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}););
@@ -87,8 +88,7 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
     expect_tensor(u, DType::f32, {2, 2});
     for (double e : u.to_vector<double>()) EXPECT_TRUE(e >= 0 && e < 1);
   });
-  ROW(kiln::random_normal({2, 2}),
-      expect_tensor(kiln::random_normal({2, 2}), DType::f32, {2, 2}););
+  ROW(kiln::randn({2, 2}), expect_tensor(kiln::randn({2, 2}), DType::f32, {2, 2}););
   ROW(kiln::randint(0, 10, {3}), {
     const Tensor r = kiln::randint(0, 10, {3});
     expect_tensor(r, DType::i64, {3});
@@ -121,7 +121,7 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
   ROW(x.unsqueeze(0), expect_tensor(x.unsqueeze(0), DType::f64, {1, 2, 3, 4}););
   ROW(v.expand({3, 4}),
       expect_tensor(v.expand({3, 4}), DType::f64, {3, 4}, {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}););
-  ROW(kiln::concat({x, x}, 0), expect_tensor(kiln::concat({x, x}, 0), DType::f64, {4, 3, 4}););
+  ROW(kiln::cat({x, x}, 0), expect_tensor(kiln::cat({x, x}, 0), DType::f64, {4, 3, 4}););
   ROW(kiln::stack({v, v}),
       expect_tensor(kiln::stack({v, v}), DType::f64, {2, 4}, {0, 1, 2, 3, 0, 1, 2, 3}););
   ROW(kiln::chunk(x, 2, 2), {

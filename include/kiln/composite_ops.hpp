@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,11 +103,46 @@ Tensor all(const Tensor& x);
 Tensor any(const Tensor& x, int dim, bool keepdim = false);
 Tensor all(const Tensor& x, int dim, bool keepdim = false);
 
+namespace detail {
+Tensor arange_between(std::int64_t start, std::int64_t end, std::int64_t step);
+Tensor arange_between(double start, double end, double step);
+}  // namespace detail
+
+/// ---- comparing ---------------------------------------------------------------------------------
+/// torch.isclose: |a - b| <= atol + rtol * |b| elementwise (bool), or a == b (so equal infinities
+/// are close); NaNs are close to each other only with equal_nan.
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+               bool equal_nan = false);
+/// Whether every element is close (evaluates).
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false);
+
 /// ---- creation ------------------------------------------------------------------------------------
 /// Without a dtype, these give default_dtype().
 /// `steps` values from start to end, evenly spaced (both ends included; steps == 1 gives start).
 Tensor linspace(double start, double end, std::int64_t steps);
 Tensor linspace(double start, double end, std::int64_t steps, DType dtype);
+/// torch.arange(start, end, step): the values start, start + step, ... before end. Integers
+/// give i64, and a float among the arguments gives default_dtype() (the values computed in f64
+/// first, as PyTorch does); the count is ceil((end - start) / step), 0 when the range is empty. A
+/// step of 0 or a bound that is not finite: invalid_select. `arange(n)` (ops.hpp) is 0..n-1.
+template <class A, class B, class S = int>
+  requires(std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<S>)
+Tensor arange(A start, B end, S step = 1) {
+  if constexpr (std::is_floating_point_v<A> || std::is_floating_point_v<B> ||
+                std::is_floating_point_v<S>)
+    return detail::arange_between(static_cast<double>(start), static_cast<double>(end),
+                                  static_cast<double>(step));
+  else
+    return detail::arange_between(static_cast<std::int64_t>(start),
+                                  static_cast<std::int64_t>(end), static_cast<std::int64_t>(step));
+}
+/// Standard normal values of `shape` (torch.randn), from the global generator.
+Tensor randn(Shape shape, DType dtype = default_dtype());
+/// Uniform values in [0, 1) (torch.rand_like) and standard normal ones (torch.randn_like) of
+/// like's shape and dtype.
+Tensor rand_like(const Tensor& like);
+Tensor randn_like(const Tensor& like);
 /// [n, m] (m defaults to n) with ones on the main diagonal.
 Tensor eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt);
 Tensor eye(std::int64_t n, std::optional<std::int64_t> m, DType dtype);

@@ -334,6 +334,8 @@ Tensor pad(const Tensor& a, std::vector<std::int64_t> before, std::vector<std::i
            Scalar value = 0);
 /// Joins tensors along `axis`; the other dimensions must agree; the type is the promoted one.
 Tensor concat(const std::vector<Tensor>& parts, int axis);
+/// libtorch's name for concat.
+inline Tensor cat(const std::vector<Tensor>& parts, int dim = 0) { return concat(parts, dim); }
 Tensor concat(const Tensor& a, const Tensor& b, int axis);
 /// libtorch's expand: a view of `a` broadcast to `shape` (aligned at the right; size-1 dimensions
 /// repeat; -1 keeps the size of an existing dimension).

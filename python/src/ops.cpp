@@ -69,17 +69,25 @@ void bind_ops(nb::module_& m) {
         }, nb::arg("shape"), nb::arg("fill_value"), nb::kw_only(), nb::arg("dtype") = nb::none());
   m.def("zeros_like", [](const TensorLike& t) { return zeros_like(t); });
   m.def("ones_like", [](const TensorLike& t) { return ones_like(t); });
-  m.def("arange", [](std::int64_t a, std::optional<std::int64_t> b, std::int64_t step,
-                     std::optional<DType> dtype) {
-          const std::int64_t start = b ? a : 0, end = b ? *b : a;
-          if (step == 0) throw Error(ErrorCode::invalid_select, "arange: step must not be 0");
-          const std::int64_t n =
-              std::max<std::int64_t>(0, (end - start + step + (step > 0 ? -1 : 1)) / step);
-          Tensor t = arange(n) * step + start;
+  m.def("arange", [](nb::handle a, nb::handle b, nb::handle step, std::optional<DType> dtype) {
+          const bool floats = PyFloat_Check(a.ptr()) || PyFloat_Check(b.ptr()) ||
+                              PyFloat_Check(step.ptr());
+          Tensor t;
+          if (floats) {
+            const double s = nb::cast<double>(step);
+            t = b.is_none() ? detail::arange_between(0.0, nb::cast<double>(a), s)
+                            : detail::arange_between(nb::cast<double>(a), nb::cast<double>(b), s);
+          } else {
+            const auto s = nb::cast<std::int64_t>(step);
+            t = b.is_none()
+                    ? detail::arange_between(std::int64_t{0}, nb::cast<std::int64_t>(a), s)
+                    : detail::arange_between(nb::cast<std::int64_t>(a), nb::cast<std::int64_t>(b), s);
+          }
           return dtype ? t.convert(*dtype) : t;
         }, nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1,
         nb::kw_only(), nb::arg("dtype") = nb::none(),
-        "Integers from start (0 with one argument) up to end, exclusive, every step (int64).");
+        "torch.arange: from start (0 with one argument) up to end, exclusive, every step; "
+        "int64 for integers, float32 when any argument is a float.");
   m.def("linspace", [](double a, double b, std::int64_t steps) { return linspace(a, b, steps); });
   m.def("eye", [](std::int64_t n) { return eye(n); });
   m.def("rand", [](nb::args shape, DType dtype) { return uniform(shape_of(shape), dtype); },
@@ -141,12 +149,17 @@ void bind_ops(nb::module_& m) {
   m.def("argmax", [](const TensorLike& t, std::optional<int> dim, bool keepdim) {
           return dim ? argmax(t, *dim, keepdim) : argmax(t);
         }, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  m.def("allclose", [](nb::handle a, nb::handle b, double rtol, double atol) {
-          const Tensor x = to_tensor(a).convert(DType::f64), y = to_tensor(b).convert(DType::f64);
-          const Tensor close = less_equal(abs(x - y), atol + rtol * abs(y));
+  m.def("isclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan) {
+          const Tensor x = to_tensor(a);
+          return isclose(x, to_tensor(b, x.dtype()), rtol, atol, equal_nan);
+        }, nb::arg("input"), nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
+        nb::arg("equal_nan") = false);
+  m.def("allclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan) {
+          const Tensor x = to_tensor(a), y = to_tensor(b, x.dtype());
           nb::gil_scoped_release unlocked;
-          return all(close).item<bool>();
-        }, nb::arg("input"), nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8);
+          return allclose(x, y, rtol, atol, equal_nan);
+        }, nb::arg("input"), nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
+        nb::arg("equal_nan") = false);
 
   // ---- evaluation and autodiff ----
   m.def("eval_all", [](const std::vector<Tensor>& ts) {

@@ -118,3 +118,16 @@ def test_laziness_and_eval():
     assert y.eval() is y
     assert y.is_evaluated()
     assert math.isclose(y[3].item(), math.exp(3), rel_tol=1e-6)
+
+
+def test_arange_and_isclose_as_pytorch():
+    assert kiln.arange(0, 1, 0.25).tolist() == [0.0, 0.25, 0.5, 0.75]
+    assert kiln.arange(0, 1, 0.25).dtype == kiln.float32
+    assert kiln.arange(2.0).tolist() == [0.0, 1.0]
+    inf, nan = float("inf"), float("nan")
+    a = kiln.tensor([1.0, 1.0 + 1e-6, inf, nan], dtype=kiln.float64)
+    b = kiln.tensor([1.0, 1.0, inf, nan], dtype=kiln.float64)
+    assert kiln.isclose(a, b).tolist() == [True, True, True, False]
+    assert kiln.isclose(a, b, equal_nan=True).tolist() == [True, True, True, True]
+    assert kiln.allclose([1.0, 2.0], [1.0, 2.0 + 1e-7])
+    assert not kiln.allclose([1.0], [1.1])

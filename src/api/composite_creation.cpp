@@ -7,6 +7,7 @@
 #include "api/composite_support.hpp"
 #include "kiln/composite_ops.hpp"
 #include "kiln/ops.hpp"
+#include "kiln/random.hpp"
 
 namespace kiln {
 
@@ -29,6 +30,40 @@ Tensor linspace(double start, double end, std::int64_t steps, DType dtype) {
 
 Tensor linspace(double start, double end, std::int64_t steps) {
   return linspace(start, end, steps, default_dtype());
+}
+
+namespace detail {
+
+Tensor arange_between(std::int64_t start, std::int64_t end, std::int64_t step) {
+  if (step == 0) fail(ErrorCode::invalid_select, "arange", "step must not be 0");
+  // ceil((end - start) / step) in 128 bits: end - start may not fit 64.
+  const __int128 span = static_cast<__int128>(end) - start;
+  const __int128 n = span / step + ((span % step != 0 && (span > 0) == (step > 0)) ? 1 : 0);
+  if (n <= 0) return zeros({0}, DType::i64);
+  return add(mul(arange(static_cast<std::int64_t>(n)), Scalar(static_cast<long long>(step))),
+             Scalar(static_cast<long long>(start)));
+}
+
+Tensor arange_between(double start, double end, double step) {
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step) || step == 0)
+    fail(ErrorCode::invalid_select, "arange",
+         "needs finite bounds and a non-zero step, got start " + std::to_string(start) +
+             ", end " + std::to_string(end) + ", step " + std::to_string(step));
+  const double count = std::ceil((end - start) / step);
+  if (!(count > 0)) return zeros({0});
+  if (count > static_cast<double>(std::numeric_limits<std::int64_t>::max() / 2))
+    fail(ErrorCode::invalid_select, "arange", "too many values: " + std::to_string(count));
+  const Tensor i = convert(arange(static_cast<std::int64_t>(count)), DType::f64);
+  return convert(add(mul(i, Scalar(step)), Scalar(start)), default_dtype());
+}
+
+}  // namespace detail
+
+Tensor randn(Shape shape, DType dtype) { return random_normal(std::move(shape), dtype); }
+Tensor rand_like(const Tensor& like) { return uniform_like(like); }
+Tensor randn_like(const Tensor& like) {
+  const detail::NodePtr& n = detail::node_of(like, "randn_like");
+  return random_normal(n->shape, n->dtype);
 }
 
 Tensor eye(std::int64_t n, std::optional<std::int64_t> m) { return eye(n, m, default_dtype()); }

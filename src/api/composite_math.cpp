@@ -108,6 +108,31 @@ Tensor clip(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi)
 }
 Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi) { return clamp(x, lo, hi); }
 
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  detail::node_of(a, "isclose");
+  detail::node_of(b, "isclose");
+  if (!(rtol >= 0) || !(atol >= 0))
+    detail::fail(ErrorCode::invalid_select, "isclose", "rtol and atol must be 0 or more");
+  if (a.dtype() != b.dtype())
+    detail::fail(ErrorCode::wrong_type, "isclose",
+                 std::string("needs one dtype, got ") + dtype_name(a.dtype()) + " " +
+                     shape_to_string(a.shape()) + " and " + dtype_name(b.dtype()) + " " +
+                     shape_to_string(b.shape()));
+  if (!is_inexact(a.dtype()) && a.dtype() != DType::boolean) {
+    // Integers: compared in f64, as PyTorch compares them exactly within the tolerances.
+    return isclose(convert(a, DType::f64), convert(b, DType::f64), rtol, atol, equal_nan);
+  }
+  if (a.dtype() == DType::boolean) return equal(a, b);
+  const Tensor within = less_equal(abs(sub(a, b)), add(mul(abs(b), Scalar(rtol)), Scalar(atol)));
+  Tensor close = logical_or(equal(a, b), logical_and(within, isfinite(sub(a, b))));
+  if (equal_nan) close = logical_or(close, logical_and(isnan(a), isnan(b)));
+  return close;
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  return all(isclose(a, b, rtol, atol, equal_nan)).item<bool>();
+}
+
 Tensor isnan(const Tensor& x) {
   detail::node_of(x, "isnan");
   return not_equal(x, x);  // only NaN differs from itself; integers give 0
