@@ -142,7 +142,9 @@ TEST(Collectives, ReduceScatterGivesEachRankItsBlock) {
   const float rank_sum = ranks() * (ranks() - 1) / 2.0f;
   for (int i = 0; i < 6; ++i)
     EXPECT_FLOAT_EQ(v[static_cast<std::size_t>(i)], ranks() * (rank() * 6.0f + i) + rank_sum);
-  if (ranks() > 1) EXPECT_THROW(dist::reduce_scatter(kiln::zeros({ranks() * 2 + 1})), kiln::Error);
+  if (ranks() > 1) {
+    EXPECT_THROW(dist::reduce_scatter(kiln::zeros({ranks() * 2 + 1})), kiln::Error);
+  }
 }
 
 TEST(Collectives, AsyncWorkCompletesInOrderWhateverOrderItIsWaitedFor) {
