@@ -15,7 +15,7 @@ section "setup"
 section "Release build (build/)"
 # KILN_BUILD_PYTHON: the Python package's module, and its pytest suite among the unit tests.
 RELEASE_OPTIONS=(-DCMAKE_BUILD_TYPE=Release -DKILN_SANITIZE=OFF -DKILN_BUILD_TESTS=ON
-                 -DKILN_BUILD_EXAMPLES=ON -DKILN_BUILD_PYTHON=ON)
+                 -DKILN_BUILD_EXAMPLES=ON -DKILN_BUILD_BENCH=ON -DKILN_BUILD_PYTHON=ON)
 configure_ninja build "${RELEASE_OPTIONS[@]}"
 cmake --build build -j2
 
@@ -44,6 +44,9 @@ build/venv/bin/python -m pip install --quiet --disable-pip-version-check . -Cbui
   $(printf -- '-Ccmake.define.%s ' "${RELEASE_OPTIONS[@]#-D}")
 (cd build/venv && KILN_NUM_THREADS=1 ./bin/python -m kiln &&
    KILN_NUM_THREADS=1 ./bin/python -m pytest -q -p no:cacheprovider "$ROOT/python/tests")
+# build/ back to the Python it was configured with (pip built the module for the environment's).
+cmake -S . -B build -DPython_EXECUTABLE="$(python3 -c 'import sys; print(sys.executable)')" \
+  >/dev/null
 
 section "sanitizer build (build-asan/, ASan + UBSan)"
 # allocator_may_return_null: kiln reports failed huge allocations as out_of_memory errors.
