@@ -40,6 +40,11 @@ const std::vector<Reduction>& reductions();
 
 // a @ b with NumPy's and PyTorch's rules for 1-D operands.
 Tensor matmul_of(const Tensor& a, const Tensor& b);
+// The dimensions of a `dim` argument: None (all), an int, or a sequence of ints.
+std::vector<int> dims_of(nb::handle dim);
+// A shape given as separate ints (zeros(2, 3)) or as one sequence (zeros((2, 3))).
+Shape shape_of(nb::args args);
+
 // A Python number as a kiln Scalar (bool, int, float, complex), or nullopt for anything else.
 std::optional<Scalar> to_scalar(nb::handle value);
 

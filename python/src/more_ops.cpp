@@ -7,6 +7,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bindings.hpp"
@@ -18,12 +20,6 @@ namespace kiln::python {
 namespace {
 
 nb::tuple pair_of(const ValuesIndices& r) { return nb::make_tuple(r.values, r.indices); }
-
-std::vector<int> dims_of(nb::handle dim) {
-  if (dim.is_none()) return {};
-  if (PyLong_Check(dim.ptr())) return {nb::cast<int>(dim)};
-  return nb::cast<std::vector<int>>(dim);
-}
 
 // Binds `fn` as kiln.<name>(input, ...) and as Tensor.<name>(...), with the same arguments.
 template <class F, class... Extra>
@@ -130,22 +126,13 @@ void bind_more_ops(nb::module_& m) {
   m.def("complex", [](nb::handle re, nb::handle im) { return complex(to_tensor(re), to_tensor(im)); },
         nb::arg("real"), nb::arg("imag"));
   nb::module_ fft = m.def_submodule("fft", "kiln.fft: discrete Fourier transforms (as torch.fft)");
-  fft.def("fft", [](const TensorLike& x, std::optional<std::int64_t> n, int dim, const std::string& norm) {
-            return kiln::fft(x, n, dim, norm);
-          }, nb::arg("input"), nb::arg("n") = nb::none(), nb::arg("dim") = -1,
-          nb::arg("norm") = "backward");
-  fft.def("ifft", [](const TensorLike& x, std::optional<std::int64_t> n, int dim, const std::string& norm) {
-            return ifft(x, n, dim, norm);
-          }, nb::arg("input"), nb::arg("n") = nb::none(), nb::arg("dim") = -1,
-          nb::arg("norm") = "backward");
-  fft.def("rfft", [](const TensorLike& x, std::optional<std::int64_t> n, int dim, const std::string& norm) {
-            return rfft(x, n, dim, norm);
-          }, nb::arg("input"), nb::arg("n") = nb::none(), nb::arg("dim") = -1,
-          nb::arg("norm") = "backward");
-  fft.def("irfft", [](const TensorLike& x, std::optional<std::int64_t> n, int dim, const std::string& norm) {
-            return irfft(x, n, dim, norm);
-          }, nb::arg("input"), nb::arg("n") = nb::none(), nb::arg("dim") = -1,
-          nb::arg("norm") = "backward");
+  using Transform = Tensor (*)(const Tensor&, std::optional<std::int64_t>, int, std::string_view);
+  for (auto [name, transform] : {std::pair<const char*, Transform>{"fft", &kiln::fft},
+                                 {"ifft", &ifft}, {"rfft", &rfft}, {"irfft", &irfft}})
+    fft.def(name, [transform](const TensorLike& x, std::optional<std::int64_t> n, int dim,
+                              const std::string& norm) { return transform(x, n, dim, norm); },
+            nb::arg("input"), nb::arg("n") = nb::none(), nb::arg("dim") = -1,
+            nb::arg("norm") = "backward");
 
   // ---- linear algebra (kiln.linalg, through LAPACK) ----
   nb::module_ linalg = m.def_submodule("linalg", "kiln.linalg: linear algebra (as torch.linalg)");

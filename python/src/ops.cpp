@@ -17,17 +17,6 @@ namespace kiln::python {
 
 namespace {
 
-Shape shape_of(nb::args args) {
-  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) return nb::cast<Shape>(args[0]);
-  return nb::cast<Shape>(args);
-}
-
-std::vector<int> dims_of(nb::handle dim) {
-  if (dim.is_none()) return {};
-  if (PyLong_Check(dim.ptr())) return {nb::cast<int>(dim)};
-  return nb::cast<std::vector<int>>(dim);
-}
-
 std::vector<Tensor> tensors_of(nb::handle sequence) {
   std::vector<Tensor> out;
   for (nb::handle h : sequence) out.push_back(to_tensor(h));

@@ -364,6 +364,17 @@ std::vector<TensorIndex> indices_of(nb::handle key) {
 
 }  // namespace
 
+std::vector<int> dims_of(nb::handle dim) {
+  if (dim.is_none()) return {};
+  if (PyLong_Check(dim.ptr())) return {nb::cast<int>(dim)};
+  return nb::cast<std::vector<int>>(dim);
+}
+
+Shape shape_of(nb::args args) {
+  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) return nb::cast<Shape>(args[0]);
+  return nb::cast<Shape>(args);
+}
+
 // a @ b as NumPy and PyTorch take it: a 1-D operand is a row (left) or a column (right) whose
 // dimension is dropped from the result.
 Tensor matmul_of(const Tensor& a, const Tensor& b) {
@@ -400,16 +411,6 @@ void bind_binary(nb::class_<Tensor>& c, const char* name, const char* reflected_
     c.def(reflected_name, [op](const Tensor& a, nb::handle b) { return reflected(a, b, op); });
 }
 
-std::vector<int> dims_of(nb::handle dim) {
-  if (dim.is_none()) return {};
-  if (PyLong_Check(dim.ptr())) return {nb::cast<int>(dim)};
-  return nb::cast<std::vector<int>>(dim);
-}
-
-Shape shape_of(nb::args args) {
-  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) return nb::cast<Shape>(args[0]);
-  return nb::cast<Shape>(args);
-}
 
 nb::object to_list(const Tensor& t) {
   nb::module_ np = nb::module_::import_("numpy");
