@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "exec/opencl/clblast_matmul.hpp"
-#include "exec/opencl/kernel_cache.hpp"
+#include "exec/device/kernel_cache.hpp"
 #include "exec/opencl/opencl_device.hpp"
 #include "flint.h"
 #include "graph/node.hpp"
@@ -251,7 +251,7 @@ TEST(OpenCl, AnIndexOutOfRangeIsTheReferencesError) {
 }
 
 // A lost device (simulated: the driver's CL_DEVICE_NOT_AVAILABLE cannot be caused on purpose) is
-// an ocl_error for every later use, in C++ and in C, never a crash; host copies stay readable and
+// a device_error for every later use, in C++ and in C, never a crash; host copies stay readable and
 // the CPU executor keeps working.
 TEST(OpenCl, ALostDeviceIsAnErrorNeverACrash) {
   REQUIRE_OPENCL(gpu);
@@ -265,10 +265,10 @@ TEST(OpenCl, ALostDeviceIsAnErrorNeverACrash) {
   kiln::detail::opencl::simulate_device_loss(true);
 
   const kiln::Error e = kiln_test::error_of([&] { (read * 3.f).eval(*gpu); });
-  EXPECT_EQ(e.code(), kiln::ErrorCode::ocl_error) << e.what();
+  EXPECT_EQ(e.code(), kiln::ErrorCode::device_error) << e.what();
   EXPECT_NE(std::string(e.what()).find("is lost"), std::string::npos) << e.what();
   EXPECT_EQ(read.to_vector<float>(), values) << "the host copy stays";
-  EXPECT_EQ(kiln_test::code_of([&] { unread.to_vector<float>(); }), kiln::ErrorCode::ocl_error);
+  EXPECT_EQ(kiln_test::code_of([&] { unread.to_vector<float>(); }), kiln::ErrorCode::device_error);
   EXPECT_EQ((read * 3.f).eval(*kiln::cpu_executor()).to_vector<float>()[1], 6.f);
   // The C API's GPU execution reports OCL_ERROR.
   const float data[3] = {1, 2, 3};
@@ -325,8 +325,8 @@ TEST(OpenCl, APlacedTensorIsUploadedOnceAndReadBackOnRequest) {
   kiln::detail::opencl::simulate_device_loss(true);
   EXPECT_FALSE(x.is_on(*gpu));
   const Tensor fresh = Tensor::from(std::vector<float>{1.f});
-  EXPECT_EQ(kiln_test::code_of([&] { fresh.place_on(*gpu); }), kiln::ErrorCode::ocl_error);
-  EXPECT_EQ(kiln_test::code_of([&] { x.place_on(*gpu); }), kiln::ErrorCode::ocl_error);
+  EXPECT_EQ(kiln_test::code_of([&] { fresh.place_on(*gpu); }), kiln::ErrorCode::device_error);
+  EXPECT_EQ(kiln_test::code_of([&] { x.place_on(*gpu); }), kiln::ErrorCode::device_error);
 }
 
 // Module::place_on: every weight uploaded once, before the first forward pass.
@@ -426,7 +426,7 @@ TEST(OpenClKernelCache, RoundTripsAndRebuildsWhatIsDamaged) {
       ::testing::TempDir() + "kiln_kernel_cache_test_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   ASSERT_EQ(setenv("KILN_CACHE_DIR", dir.c_str(), 1), 0);
-  const kiln::detail::opencl::KernelCache cache;
+  const kiln::detail::device::KernelCache cache("opencl");
   unsetenv("KILN_CACHE_DIR");
   ASSERT_TRUE(cache.enabled());
   const std::string key = cache.key({"__kernel void k() {}", "-cl-std=CL1.2", "device", "1.0"});

@@ -18,7 +18,8 @@ enum class ErrorCode {
   illegal_dimensionality,  ///< the rank of an operand does not suit the op
   incompatible_shapes,     ///< operand shapes do not fit together
   invalid_select,          ///< an index, slice or window outside the tensor
-  ocl_error,
+  device_error,            ///< a device failed or is missing (the C API's OCL_ERROR)
+  ocl_error = device_error,  ///< the former name of device_error
   internal_error,          ///< a kiln bug: please report it
   out_of_memory,
   illegal_derive,

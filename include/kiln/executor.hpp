@@ -51,25 +51,44 @@ std::shared_ptr<Executor> reference_executor();
 /// Fused, vectorised and multi-threaded; the default.
 std::shared_ptr<Executor> cpu_executor();
 /// Generated OpenCL C kernels on an OpenCL device (KILN_OPENCL_DEVICE picks one by a part of its
-/// name; default: the first GPU, else the first device). Throws kiln::Error(ocl_error) when kiln
-/// was built without OpenCL or no device is present.
+/// name; default: the first GPU, else the first device). Throws kiln::Error(device_error) when
+/// kiln was built without OpenCL or no device is present.
 std::shared_ptr<Executor> opencl_executor();
 /// The OpenCL devices present, one line each: "platform:index name (type), OpenCL version" (the
 /// "platform:index" form is what KILN_OPENCL_DEVICE accepts besides a part of the name). Empty
 /// when kiln was built without OpenCL or no platform is installed.
 std::vector<std::string> opencl_devices();
-/// Every executor kiln has (OpenCL where a device is present), the reference executor (the
-/// oracle) first. A new backend is added
-/// here; the registry-driven op test (tests/test_registry_ops.cpp) then runs every op on it
-/// against the reference, and `KILN_EXECUTOR=<its name>` makes it the default.
+/// Every executor kiln has that can run here (a device's where the device is present), the
+/// reference executor (the oracle) first, in the order of kiln's registry of executors
+/// (executor_names()). A new backend is added to that registry; the registry-driven op test
+/// (tests/test_registry_ops.cpp) then runs every op on it against the reference, and
+/// `KILN_EXECUTOR=<its name>` makes it the default.
 std::vector<std::shared_ptr<Executor>> executors();
-/// The executor of that name (as KILN_EXECUTOR names them); an unknown name is an invalid_select
-/// error that lists the names.
+/// The names of every executor kiln knows, in the registry's order ("reference", "cpu",
+/// "opencl"), whether or not it can run here.
+std::vector<std::string> executor_names();
+/// The executor of that name (as KILN_EXECUTOR names them). A known executor that cannot run here
+/// (no device, or built without it) throws its own error (device_error); an unknown name is an
+/// invalid_select error that lists the names.
 std::shared_ptr<Executor> find_executor(std::string_view name);
+/// The first executor of a device (a GPU's where there is one) that can run here, as the C API's
+/// *_gpu functions use it; device_error naming each one tried when there is none.
+std::shared_ptr<Executor> device_executor();
 /// The executor eval() uses: cpu_executor(), or the one named by the environment variable
 /// KILN_EXECUTOR (reference, cpu or opencl) at start-up, until set_executor() picks another.
 std::shared_ptr<Executor> current_executor();
 void set_executor(std::shared_ptr<Executor> executor);
+
+/// One kind of kernel an executor left to the host's reference code in this process.
+struct ExecutorReportLine {
+  std::string executor;  ///< "opencl"
+  std::string kernel;    ///< the kernel's kind, op and type: "single fft c64"
+  std::string reason;    ///< why the executor did not compute it itself
+  std::uint64_t count;   ///< kernels run so far
+};
+/// What ran where: every kind of kernel an executor has left to the host so far in this process
+/// (KILN_DEBUG prints each such kernel as it runs). Empty when every kernel ran on its executor.
+std::vector<ExecutorReportLine> executor_report();
 
 /// Threads the CPU executor uses, the calling thread included (default: the number of cores, or
 /// the environment variable KILN_NUM_THREADS).

@@ -43,11 +43,11 @@ void cleanup_cpu() noexcept {
   log_message(F_INFO, "flintCleanup: CPU backend released");
 }
 
-// The OpenCL executor, opened on first use; OCL_ERROR when kiln has no OpenCL or the machine
-// no device.
+// The first device executor of kiln's registry that runs here (OpenCL), opened on first use;
+// OCL_ERROR when kiln has no device backend or the machine no device.
 Executor& gpu() {
   try {
-    static const std::shared_ptr<Executor> executor = opencl_executor();
+    static const std::shared_ptr<Executor> executor = device_executor();
     return *executor;
   } catch (const Error& e) {
     throw CError(OCL_ERROR, e.what());

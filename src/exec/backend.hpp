@@ -43,6 +43,15 @@ class Backend {
   virtual FusionPolicy fusion() const { return {}; }
   // What KILN_DEBUG prints in each schedule's header ("avx512, 2 threads").
   virtual std::string setup() const { return {}; }
+  // Whether the backend computes the kernel with its own code (ggml's supports_op). Where it does
+  // not, `reason` says why and the runtime runs the reference kernel on the host (only kernels of
+  // one node can be declined: fused kernels must be run). run() may still decline a kernel whose
+  // operands its code turns out not to take (KernelOutcome::unsupported).
+  virtual bool supports(const Kernel& k, std::string& reason) const {
+    static_cast<void>(k);
+    static_cast<void>(reason);
+    return true;
+  }
   // Computes the kernel's root (and its stored nodes) into their `result`s.
   virtual KernelOutcome run(const KernelRun& run) = 0;
   // Waits until every kernel it queued has finished (backends that run kernels as they are

@@ -11,6 +11,7 @@
 
 #include "exec/cpu/parallel.hpp"
 #include "exec/evaluate.hpp"
+#include "exec/executor_registry.hpp"
 #include "exec/result_watch.hpp"
 #include "graph/graph_lock.hpp"
 #include "graph/node.hpp"
@@ -28,18 +29,20 @@ std::shared_ptr<Executor> default_executor() {
   const char* env = std::getenv("KILN_EXECUTOR");
   if (env == nullptr || env[0] == '\0') return cpu_executor();
   const std::string_view name(env);
-  if (name == "reference") return reference_executor();
-  if (name == "cpu") return cpu_executor();
-  if (name == "opencl") {
+  for (const detail::ExecutorEntry& e : detail::executor_registry()) {
+    if (e.name != name) continue;
     try {
-      return opencl_executor();
-    } catch (const Error& e) {
-      std::cerr << "[kiln] KILN_EXECUTOR=opencl: " << e.what() << "; using the cpu executor\n";
+      return e.open();
+    } catch (const Error& error) {
+      std::cerr << "[kiln] KILN_EXECUTOR=" << name << ": " << error.what()
+                << "; using the cpu executor\n";
       return cpu_executor();
     }
   }
-  std::cerr << "[kiln] KILN_EXECUTOR=" << name
-            << " names no executor (reference, cpu, opencl); using the cpu executor\n";
+  std::string names;
+  for (const std::string& n : executor_names()) names += (names.empty() ? "" : ", ") + n;
+  std::cerr << "[kiln] KILN_EXECUTOR=" << name << " names no executor (" << names
+            << "); using the cpu executor\n";
   return cpu_executor();
 }
 std::shared_ptr<Executor>& executor_slot() {
@@ -65,34 +68,47 @@ Executor& executor_for_evaluation() {
 }
 }  // namespace
 
-#ifndef KILN_HAS_OPENCL
-std::shared_ptr<Executor> opencl_executor() {
-  throw Error(ErrorCode::ocl_error, "kiln was built without OpenCL (KILN_WITH_OPENCL=OFF)");
-}
-std::vector<std::string> opencl_devices() { return {}; }
-#endif
-
 std::vector<std::shared_ptr<Executor>> executors() {
-  std::vector<std::shared_ptr<Executor>> all{reference_executor(), cpu_executor()};
-  try {
-    all.push_back(opencl_executor());
-  } catch (const Error&) {
-    // No OpenCL device here: the executors that run are the ones listed.
+  std::vector<std::shared_ptr<Executor>> all;
+  for (const detail::ExecutorEntry& e : detail::executor_registry()) {
+    try {
+      all.push_back(e.open());
+    } catch (const Error&) {
+      // Its device is not here: the executors that run are the ones listed.
+    }
   }
   return all;
 }
 
+std::vector<std::string> executor_names() {
+  std::vector<std::string> names;
+  for (const detail::ExecutorEntry& e : detail::executor_registry()) names.emplace_back(e.name);
+  return names;
+}
+
 std::shared_ptr<Executor> find_executor(std::string_view name) {
-  // Asked for directly, so that a missing device is reported as such (ocl_error).
-  if (name == "opencl") return opencl_executor();
+  // Opened directly, so that a missing device is reported as such (device_error).
+  for (const detail::ExecutorEntry& e : detail::executor_registry())
+    if (e.name == name) return e.open();
   std::string names;
-  for (auto& e : executors()) {
-    if (e->name() == name) return e;
-    names += (names.empty() ? "" : ", ") + std::string(e->name());
-  }
+  for (const std::string& n : executor_names()) names += (names.empty() ? "" : ", ") + n;
   throw Error(ErrorCode::invalid_select,
               "find_executor: no executor named \"" + std::string(name) + "\" (kiln has " + names +
                   ")");
+}
+
+std::shared_ptr<Executor> device_executor() {
+  std::string tried;
+  for (const detail::ExecutorEntry& e : detail::executor_registry()) {
+    if (!e.device) continue;
+    try {
+      return e.open();
+    } catch (const Error& error) {
+      tried += (tried.empty() ? "" : "; ") + std::string(error.what());
+    }
+  }
+  throw Error(ErrorCode::device_error,
+              tried.empty() ? std::string("kiln was built without a device backend") : tried);
 }
 
 std::shared_ptr<Executor> current_executor() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/evaluate.hpp"
+#include "exec/fallback_log.hpp"
 #include "exec/kernel_profile.hpp"
 #include "exec/memory_policy.hpp"
 #include "exec/reference_kernels.hpp"
@@ -92,17 +93,22 @@ class Runtime final : public Executor {
       } else {
         if (k.kind == Kernel::Kind::elementwise)
           reusable(k, structure, plan, readers, references_, reuse_);
-        const KernelOutcome outcome = left_to_host(*k.root, policy_)
-                                          ? KernelOutcome::unsupported
-                                          : backend_->run({k, p, structure, reuse_});
+        KernelOutcome outcome = KernelOutcome::unsupported;
+        if (left_to_host(*k.root, policy_)) [[unlikely]] {
+          reason_ = "the executor computes no values of this type";
+        } else if (backend_->supports(k, reason_)) [[likely]] {
+          outcome = backend_->run({k, p, structure, reuse_});
+          if (outcome != KernelOutcome::ran) [[unlikely]]
+            reason_ = outcome == KernelOutcome::fell_back
+                          ? "the executor ran the reference code for these operands"
+                          : "the executor's kernel does not take these operands";
+        }
         if (outcome == KernelOutcome::unsupported) host_fallback(k);
         if (!reuse_.empty()) release_taken_targets(k);
         fell_back = outcome != KernelOutcome::ran;
+        if (fell_back) [[unlikely]]
+          fallen_back(k);
       }
-      if (fell_back && debug_enabled())
-        std::cerr << "[kiln] reference kernel: " << k.root->info().name << " "
-                  << dtype_name(k.root->dtype) << shape_to_string(k.root->shape) << " (the "
-                  << backend_->name() << " executor has no kernel of its own for it)\n";
       if (timer.on()) profile_kernel(k, backend_->name(), timer.seconds(), fell_back);
       if (ResultWatch* watch = ResultWatch::current(); watch != nullptr) [[unlikely]] {
         watch->computed(*k.root);
@@ -133,6 +139,15 @@ class Runtime final : public Executor {
     std::cerr << "[kiln] schedule (" << backend_->name() << (setup.empty() ? "" : ", ") << setup
               << (cached ? ", cached" : "") << "):\n"
               << describe(kernels);
+  }
+
+  // Notes a kernel the backend left to the reference code (executor_report, KILN_DEBUG).
+  [[gnu::noinline]] void fallen_back(const Kernel& k) {
+    note_fallback(backend_->name(), k, reason_);
+    if (debug_enabled())
+      std::cerr << "[kiln] reference kernel: " << k.root->info().name << " "
+                << dtype_name(k.root->dtype) << shape_to_string(k.root->shape) << " (the "
+                << backend_->name() << " executor: " << reason_ << ")\n";
   }
 
   // The reference kernel of a one-node kernel the backend does not run, on the host.
@@ -171,6 +186,7 @@ class Runtime final : public Executor {
   std::vector<int> readers_;
   std::vector<std::shared_ptr<Buffer>> reuse_;
   EvaluationReferences references_;
+  std::string reason_;  // why the last kernel left to the host was
 };
 
 // A schedule with its own copy of the walk and the plan (the cache may drop its entry) and the

@@ -91,7 +91,7 @@ const char* error_code_name(ErrorCode c) {
     case ErrorCode::illegal_dimensionality: return "illegal_dimensionality";
     case ErrorCode::incompatible_shapes: return "incompatible_shapes";
     case ErrorCode::invalid_select: return "invalid_select";
-    case ErrorCode::ocl_error: return "ocl_error";
+    case ErrorCode::device_error: return "device_error";
     case ErrorCode::internal_error: return "internal_error";
     case ErrorCode::out_of_memory: return "out_of_memory";
     case ErrorCode::illegal_derive: return "illegal_derive";

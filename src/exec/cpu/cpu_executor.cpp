@@ -57,19 +57,42 @@ KernelOutcome run_complex(const Kernel& k) {
   return KernelOutcome::ran;
 }
 
-// The ops without a fused kernel: CPU kernels where there are; the others are left to the
-// runtime's reference kernel, which KILN_DEBUG reports and KILN_PROFILE labels.
-KernelOutcome run_single(const Kernel& k) {
-  Node& root = *k.root;
+// Whether the CPU has a kernel of a one-node kernel's op and types (else `reason` says why and
+// the runtime runs the reference kernel).
+bool single_supported(const Node& root, std::string& reason) {
   const OpKind kind = root.info().kind;
   // Narrow types: copies compute them, convolution, pooling and softmax the 16-bit floats (in
   // f32); the others are left to the reference, which widens them.
   if (touches_narrow_types(root) && kind != OpKind::copy && kind != OpKind::concat) {
     bool bool_values = is_bool(root.dtype);
     for (const NodePtr& in : root.inputs) bool_values = bool_values || is_bool(in->dtype);
-    if (bool_values || (kind != OpKind::window2d && kind != OpKind::softmax))
-      return KernelOutcome::unsupported;
+    if (bool_values || (kind != OpKind::window2d && kind != OpKind::softmax)) {
+      reason = "no CPU kernel of this op for 16-bit floats or bool";
+      return false;
+    }
   }
+  switch (kind) {
+    case OpKind::window2d:
+    case OpKind::softmax:
+    case OpKind::copy:
+    case OpKind::concat:
+    case OpKind::scan:
+    case OpKind::sort:
+    case OpKind::linalg: return true;
+    case OpKind::indexing:
+      if (root.op == Op::gather || root.op == Op::scatter_add) return true;
+      break;
+    default: break;
+  }
+  reason = "no CPU kernel of this op";
+  return false;
+}
+
+// The ops without a fused kernel: CPU kernels where there are (single_supported); a kernel may
+// still decline operands it does not take, which the runtime then runs with the reference kernel.
+KernelOutcome run_single(const Kernel& k) {
+  Node& root = *k.root;
+  const OpKind kind = root.info().kind;
   auto out = std::make_shared<Buffer>(root.dtype, root.numel());
   bool fast = (kind == OpKind::window2d && run_window2d(k, *out)) ||
               (kind == OpKind::softmax && run_softmax(k, *out)) ||
@@ -111,6 +134,17 @@ class CpuBackend final : public Backend {
     policy.narrow_types = true;
     policy.complex_single_kernels = true;  // run_complex
     return policy;
+  }
+
+  bool supports(const Kernel& k, std::string& reason) const override {
+    if (k.kind == Kernel::Kind::single && !touches_complex_types(*k.root)) [[unlikely]]
+      return single_supported(*k.root, reason);
+    if (k.kind == Kernel::Kind::matmul && !is_float(k.root->dtype) &&
+        !is_complex(k.root->dtype)) [[unlikely]] {
+      reason = "no BLAS product of integers";
+      return false;
+    }
+    return true;
   }
 
   KernelOutcome run(const KernelRun& r) override {

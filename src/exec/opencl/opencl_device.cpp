@@ -1,17 +1,11 @@
 #include "exec/opencl/opencl_device.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <iostream>
 #include <mutex>
 #include <string>
 
 #include "kiln/error.hpp"
-
-#ifndef KILN_VERSION_STRING
-#define KILN_VERSION_STRING "unknown"
-#endif
 
 namespace kiln::detail::opencl {
 
@@ -136,12 +130,12 @@ void check(cl_int status, const char* call) {
   if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES ||
       status == CL_OUT_OF_HOST_MEMORY || status == CL_INVALID_BUFFER_SIZE)
     throw Error(ErrorCode::out_of_memory, "OpenCL: " + what);
-  throw Error(ErrorCode::ocl_error, "OpenCL: " + what);
+  throw Error(ErrorCode::device_error, "OpenCL: " + what);
 }
 
 void OpenClDevice::usable() const {
   if (lost())
-    throw Error(ErrorCode::ocl_error,
+    throw Error(ErrorCode::device_error,
                 "OpenCL: the device " + name_ +
                     " is lost (it reported CL_DEVICE_NOT_AVAILABLE): values that lived only on it "
                     "are gone; host copies stay readable and other executors still work");
@@ -162,7 +156,7 @@ void ClMemory::download(void* to, std::size_t bytes) const { device_->download(*
 std::shared_ptr<OpenClDevice> OpenClDevice::open() {
   const std::vector<Candidate> devices = all_devices();
   if (devices.empty())
-    throw Error(ErrorCode::ocl_error,
+    throw Error(ErrorCode::device_error,
                 "OpenCL: no platform with a device (is an ICD such as pocl-opencl-icd installed?)");
   const Candidate* chosen = nullptr;
   if (const char* want = std::getenv("KILN_OPENCL_DEVICE"); want != nullptr && *want != '\0') {
@@ -174,7 +168,7 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
         break;
       }
     if (chosen == nullptr)
-      throw Error(ErrorCode::ocl_error, "OpenCL: no device matches KILN_OPENCL_DEVICE=" + w);
+      throw Error(ErrorCode::device_error, "OpenCL: no device matches KILN_OPENCL_DEVICE=" + w);
   } else {
     for (const Candidate& c : devices)
       if (c.gpu) {
@@ -187,7 +181,8 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
   d->device_ = chosen->device;
   d->name_ = chosen->name;
   d->driver_ = device_string(d->device_, CL_DRIVER_VERSION);
-  d->platform_ = device_string(d->device_, CL_DEVICE_VERSION);
+  // The driver's version and the OpenCL version it implements: both decide a program's binary.
+  d->driver_ += ", " + device_string(d->device_, CL_DEVICE_VERSION);
   cl_int status = CL_SUCCESS;
   d->context_ = clCreateContext(nullptr, 1, &d->device_, nullptr, nullptr, &status);
   check(status, "clCreateContext");
@@ -200,9 +195,8 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
   }
   const std::string extensions = device_string(d->device_, CL_DEVICE_EXTENSIONS);
   d->traits_.fp64 = extensions.find("cl_khr_fp64") != std::string::npos;
-  clGetDeviceInfo(d->device_, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_group_, &d->max_group_,
-                  nullptr);
-  d->traits_.max_group = d->max_group_;
+  clGetDeviceInfo(d->device_, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->traits_.max_group,
+                  &d->traits_.max_group, nullptr);
   clGetDeviceInfo(d->device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc_, &d->max_alloc_,
                   nullptr);
   // Division and square root of f32 correctly rounded where the device can (OpenCL allows
@@ -210,8 +204,6 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
   // reference does.
   cl_device_fp_config single = 0;
   clGetDeviceInfo(d->device_, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, nullptr);
-  const char* debug = std::getenv("KILN_DEBUG");
-  d->debug_ = debug != nullptr && debug[0] != '\0' && debug[0] != '0';
   d->options_ = "-cl-std=CL1.2";
   if ((single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0)
     d->options_ += " -cl-fp32-correctly-rounded-divide-sqrt";
@@ -226,10 +218,6 @@ OpenClDevice::~OpenClDevice() {
       std::erase(live.queues, queue_);
     }
     clFinish(queue_);  // work still queued (results nobody read) finishes first
-  }
-  for (auto& [source, p] : programs_) {
-    for (auto& [entry, k] : p.kernels) clReleaseKernel(k);
-    clReleaseProgram(p.program);
   }
   release_pool();
   if (queue_ != nullptr) clReleaseCommandQueue(queue_);
@@ -246,7 +234,7 @@ std::size_t OpenClDevice::bytes_of(DType dtype, std::int64_t numel) const {
   return static_cast<std::size_t>(numel) * size_of(dtype);
 }
 
-std::shared_ptr<ClMemory> OpenClDevice::allocate(std::size_t bytes) {
+std::shared_ptr<device::DeviceBuffer> OpenClDevice::allocate(std::size_t bytes) {
   usable();
   // Sizes round up to 256 bytes, so that buffers of nearby sizes share the pool.
   const std::size_t size = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
@@ -292,45 +280,94 @@ void OpenClDevice::release_pool() {
   pooled_bytes_ = 0;
 }
 
-void OpenClDevice::upload(const ClMemory& to, const void* from, std::size_t bytes) {
+void OpenClDevice::upload(const device::DeviceBuffer& to, const void* from, std::size_t bytes) {
   usable();
   if (bytes == 0) return;
-  checked(clEnqueueWriteBuffer(queue_, to.handle(), CL_TRUE, 0, bytes, from, 0, nullptr, nullptr),
+  checked(clEnqueueWriteBuffer(queue_, static_cast<const ClMemory&>(to).handle(), CL_TRUE, 0, bytes, from, 0, nullptr, nullptr),
           "clEnqueueWriteBuffer");
 }
 
-void OpenClDevice::download(const ClMemory& from, void* to, std::size_t bytes) {
+void OpenClDevice::download(const device::DeviceBuffer& from, void* to, std::size_t bytes) {
   usable();
   if (bytes == 0) return;
-  checked(clEnqueueReadBuffer(queue_, from.handle(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
+  checked(clEnqueueReadBuffer(queue_, static_cast<const ClMemory&>(from).handle(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
           "clEnqueueReadBuffer");
-  finish_at_exit(programs_.size());
+  finish_at_exit(programs_made_.load(std::memory_order_relaxed));
 }
 
 void OpenClDevice::finish() {
   usable();
   queued_ = 0;
   checked(clFinish(queue_), "clFinish");
-  finish_at_exit(programs_.size());
+  finish_at_exit(programs_made_.load(std::memory_order_relaxed));
 }
 
-cl_program OpenClDevice::build(const std::string& source, const std::string& key) {
-  // A binary from the disk cache still goes through clBuildProgram (OpenCL's rule); one the
-  // driver refuses is rebuilt from source and replaced.
-  if (auto binary = cache_.load(key)) {
-    const unsigned char* bytes = binary->data();
-    const std::size_t size = binary->size();
-    cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
-    cl_program program =
-        clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &binary_status, &status);
-    if (status == CL_SUCCESS && binary_status == CL_SUCCESS &&
-        clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr) == CL_SUCCESS) {
-      ++cache_loads_;
-      return program;
-    }
-    if (program != nullptr) clReleaseProgram(program);
+namespace {
+
+// A built program and the kernels made of it, released with it.
+class ClProgram final : public device::DeviceProgram {
+ public:
+  explicit ClProgram(cl_program program) : program_(program) {}
+  ~ClProgram() override {
+    for (auto& [entry, kernel] : kernels_) clReleaseKernel(kernel);
+    clReleaseProgram(program_);
   }
-  const auto start = std::chrono::steady_clock::now();
+  ClProgram(const ClProgram&) = delete;
+  ClProgram& operator=(const ClProgram&) = delete;
+
+  void* entry(const std::string& name) override {
+    auto found = kernels_.find(name);
+    if (found != kernels_.end()) return found->second;
+    cl_int status = CL_SUCCESS;
+    cl_kernel made = clCreateKernel(program_, name.c_str(), &status);
+    check(status, "clCreateKernel");
+    return kernels_.emplace(name, made).first->second;
+  }
+
+  std::vector<unsigned char> binary() const override {
+    std::size_t size = 0;
+    if (clGetProgramInfo(program_, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) !=
+            CL_SUCCESS ||
+        size == 0)
+      return {};
+    std::vector<unsigned char> bytes(size);
+    unsigned char* at = bytes.data();
+    if (clGetProgramInfo(program_, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr) != CL_SUCCESS)
+      return {};
+    return bytes;
+  }
+
+ private:
+  cl_program program_;
+  std::map<std::string, cl_kernel> kernels_;
+};
+
+}  // namespace
+
+void OpenClDevice::built() {
+  finish_at_exit(programs_made_.fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
+std::unique_ptr<device::DeviceProgram> OpenClDevice::load(
+    const std::vector<unsigned char>& binary) {
+  // A binary still goes through clBuildProgram (OpenCL's rule).
+  usable();
+  const unsigned char* bytes = binary.data();
+  const std::size_t size = binary.size();
+  cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
+  cl_program program =
+      clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &binary_status, &status);
+  if (status == CL_SUCCESS && binary_status == CL_SUCCESS &&
+      clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr) == CL_SUCCESS) {
+    built();
+    return std::make_unique<ClProgram>(program);
+  }
+  if (program != nullptr) clReleaseProgram(program);
+  return nullptr;
+}
+
+std::unique_ptr<device::DeviceProgram> OpenClDevice::compile(const std::string& source) {
+  usable();
   const char* text = source.c_str();
   const std::size_t length = source.size();
   cl_int status = CL_SUCCESS;
@@ -346,46 +383,24 @@ cl_program OpenClDevice::build(const std::string& source, const std::string& key
     throw Error(ErrorCode::internal_error, "OpenCL: kiln's kernel did not build on " + name_ +
                                                ": " + log + "\n--- source ---\n" + source);
   }
-  ++builds_;
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  build_seconds_ += seconds;
-  if (debug_) std::cerr << "[kiln] opencl: built a kernel in " << seconds * 1e3 << " ms\n";
-  std::size_t size = 0;
-  if (cache_.enabled() &&
-      clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) ==
-          CL_SUCCESS &&
-      size > 0) {
-    std::vector<unsigned char> binary(size);
-    unsigned char* at = binary.data();
-    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr) == CL_SUCCESS)
-      cache_.store(key, binary);
-  }
-  return program;
+  built();
+  return std::make_unique<ClProgram>(program);
 }
 
-cl_kernel OpenClDevice::kernel(const std::string& source, const std::string& entry) {
+void OpenClDevice::launch(void* entry, std::span<const device::KernelArgument> arguments,
+                          std::size_t global, std::size_t local) {
   usable();
-  std::lock_guard lock(programs_mutex_);
-  auto found = programs_.find(source);
-  if (found == programs_.end()) {
-    const std::string key =
-        KernelCache::key({source, options_, name_, driver_, platform_, KILN_VERSION_STRING});
-    found = programs_.emplace(source, Program{build(source, key), {}}).first;
-    finish_at_exit(programs_.size());
+  auto* kernel = static_cast<cl_kernel>(entry);
+  cl_uint index = 0;
+  for (const device::KernelArgument& a : arguments) {
+    if (a.buffer != nullptr) {
+      cl_mem handle = static_cast<const ClMemory*>(a.buffer)->handle();
+      check(clSetKernelArg(kernel, index++, sizeof handle, &handle), "clSetKernelArg");
+    } else {
+      const cl_ulong value = a.value;
+      check(clSetKernelArg(kernel, index++, sizeof value, &value), "clSetKernelArg");
+    }
   }
-  Program& p = found->second;
-  auto k = p.kernels.find(entry);
-  if (k != p.kernels.end()) return k->second;
-  cl_int status = CL_SUCCESS;
-  cl_kernel made = clCreateKernel(p.program, entry.c_str(), &status);
-  check(status, "clCreateKernel");
-  p.kernels.emplace(entry, made);
-  return made;
-}
-
-void OpenClDevice::run(cl_kernel kernel, std::size_t global, std::size_t local) {
-  usable();
   checked(clEnqueueNDRangeKernel(queue_, kernel, 1, nullptr, &global, local ? &local : nullptr, 0,
                                  nullptr, nullptr),
           "clEnqueueNDRangeKernel");
@@ -396,7 +411,7 @@ void OpenClDevice::enqueued() {
   if (!first_kernel_waited_) {
     first_kernel_waited_ = true;
     finish();
-    finish_at_exit(programs_.size(), /*always=*/true);
+    finish_at_exit(programs_made_.load(std::memory_order_relaxed), /*always=*/true);
     return;
   }
   // The host does not wait for kernels; a loop of small evaluations that reads nothing back

@@ -1,4 +1,4 @@
-#include "exec/opencl/kernel_cache.hpp"
+#include "exec/device/kernel_cache.hpp"
 
 #include <atomic>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <system_error>
 #include <unistd.h>
 
-namespace kiln::detail::opencl {
+namespace kiln::detail::device {
 
 namespace {
 
@@ -39,10 +39,10 @@ std::string default_directory() {
 
 }  // namespace
 
-KernelCache::KernelCache() {
+KernelCache::KernelCache(const std::string& api) {
   std::string dir = default_directory();
   if (dir.empty()) return;
-  dir += "/opencl";
+  dir += "/" + api;
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (!error) dir_ = std::move(dir);
@@ -115,4 +115,4 @@ void KernelCache::store(const std::string& key, const std::vector<unsigned char>
   if (error) std::filesystem::remove(temporary, error);
 }
 
-}  // namespace kiln::detail::opencl
+}  // namespace kiln::detail::device

@@ -1,5 +1,6 @@
-// The on-disk cache of built OpenCL programs: the device's binary of a program, stored under a
-// hash of everything that decides it (source, build options, device, driver, kiln's version), so
+// The on-disk cache of built device programs (every generated-kernel backend): the device's binary
+// of a program, stored under a hash of everything that decides it (source, build options, device,
+// driver, kiln's version), so
 // that a program's second run starts without compiling. Files are written whole under a temporary
 // name and renamed into place, so that a reader never sees half a file; a damaged or foreign file
 // fails its checksum and is rebuilt and replaced.
@@ -10,13 +11,14 @@
 #include <string>
 #include <vector>
 
-namespace kiln::detail::opencl {
+namespace kiln::detail::device {
 
 class KernelCache {
  public:
-  // The directory KILN_CACHE_DIR names, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln; none
-  // (the cache is off) when KILN_CACHE_DIR is "off" or no directory can be made.
-  KernelCache();
+  // The folder `api` (one per device API: "opencl", "cuda") of the directory KILN_CACHE_DIR names,
+  // else of $XDG_CACHE_HOME/kiln, else of $HOME/.cache/kiln; none (the cache is off) when
+  // KILN_CACHE_DIR is "off" or no directory can be made.
+  explicit KernelCache(const std::string& api);
   bool enabled() const { return !dir_.empty(); }
   const std::string& directory() const { return dir_; }
 
@@ -32,4 +34,4 @@ class KernelCache {
   std::string dir_;
 };
 
-}  // namespace kiln::detail::opencl
+}  // namespace kiln::detail::device

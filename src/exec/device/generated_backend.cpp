@@ -1,0 +1,164 @@
+#include "exec/device/generated_backend.hpp"
+
+#include <string>
+#include <vector>
+
+#include "exec/kernel_ir.hpp"
+#include "exec/semantics/indexing.hpp"
+#include "graph/node.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln::detail::device {
+
+namespace {
+
+// The error the reference gives for the first index (in row-major order) outside its
+// dimension: the indices are read on the host only once the device found one.
+[[noreturn]] void report_bad_index(const Kernel& k) {
+  const Node& root = *k.root;
+  const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
+  const std::int64_t size = root.op == Op::gather ? root.inputs[0]->shape[axis] : root.shape[axis];
+  const KernelInput& in = k.inputs[1];
+  const Buffer& values = *in.node->result;
+  const std::int64_t count = root.inputs[1]->numel();
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t at = i;
+    const Scalar* fill = nullptr;
+    const bool stored = in.view == nullptr || in.view->locate(i, &at, &fill);
+    const std::int64_t v = stored ? values.get<std::int64_t>(at) : fill->as<std::int64_t>();
+    if (v < 0 && root.attrs.drop_negative) continue;
+    if (!index_in_range(v, size)) index_out_of_range(root, v, size);
+  }
+  throw Error(ErrorCode::internal_error, std::string(root.info().name) +
+                                             ": the device found an index out of range that "
+                                             "the host does not");
+}
+
+// Why the renderer has no form for a kernel (can_render's cases).
+std::string render_refusal(const Kernel& k) {
+  for (const Node* n : k.body)
+    if (n->info().kind == OpKind::custom) return "a C++ callable runs on the host";
+  const Node& root = *k.root;
+  const std::string what = std::string(kind_name(k.kind)) + " kernel of " +
+                           std::string(root.info().name) + " " + dtype_name(root.dtype);
+  return "the renderer has no " + what;
+}
+
+}  // namespace
+
+struct GeneratedBackend::Prepared final : PreparedKernel {
+  RenderedKernel rendered;
+  void* entry = nullptr;
+};
+
+GeneratedBackend::GeneratedBackend(std::shared_ptr<DeviceApi> device)
+    : device_(std::move(device)), programs_(*device_) {}
+
+bool GeneratedBackend::supports(const Kernel& k, std::string& reason) const {
+  // Complex values: only what the backend's libraries take (the renderer has no complex types).
+  if (touches_complex_types(*k.root)) return library_supports(k, reason);
+  if (can_render(k)) return true;
+  return library_supports(k, reason) || (reason = render_refusal(k), false);
+}
+
+KernelOutcome GeneratedBackend::run(const KernelRun& r) {
+  const Kernel& k = r.kernel;
+  if (library_kernel(r)) return KernelOutcome::ran;
+  if (touches_complex_types(*k.root) || !can_render(k)) return KernelOutcome::unsupported;
+  const Prepared& p = prepare(r);
+  const RenderedKernel& rk = p.rendered;
+  // Inputs first: an in-place output below reuses the device copy an input may only now get.
+  std::vector<std::shared_ptr<DeviceBuffer>> inputs;
+  inputs.reserve(rk.inputs.size());
+  for (int slot : rk.inputs)
+    inputs.push_back(on_device(*r.structure.nodes()[static_cast<std::size_t>(slot)]->result));
+  std::vector<Node*> outputs{k.root};
+  outputs.insert(outputs.end(), k.stored.begin(), k.stored.end());
+  std::vector<Output> results;
+  results.reserve(outputs.size());
+  for (std::size_t i = 0; i < outputs.size(); ++i) results.push_back(output(r, i, *outputs[i]));
+  std::vector<KernelArgument> arguments;
+  arguments.reserve(results.size() + inputs.size() + 2);
+  for (const Output& o : results) arguments.push_back({o.memory.get()});
+  for (const auto& m : inputs) arguments.push_back({m.get()});
+  if (rk.seed_of >= 0)
+    arguments.push_back(
+        {nullptr, r.structure.nodes()[static_cast<std::size_t>(rk.seed_of)]->attrs.seed});
+  std::shared_ptr<DeviceBuffer> bad;
+  if (rk.index_check) {
+    const std::int32_t zero = 0;
+    bad = device_->allocate(sizeof zero);
+    device_->upload(*bad, &zero, sizeof zero);
+    arguments.push_back({bad.get()});
+  }
+  device_->launch(p.entry, arguments, rk.global_size, rk.local_size);
+  if (bad) {
+    std::int32_t flagged = 0;
+    device_->download(*bad, &flagged, sizeof flagged);
+    if (flagged != 0) report_bad_index(k);
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) publish(*outputs[i], std::move(results[i]));
+  return KernelOutcome::ran;
+}
+
+void GeneratedBackend::place(const Buffer& values) {
+  device_->usable();
+  static_cast<void>(on_device(values));
+}
+
+bool GeneratedBackend::holds(const Buffer& values) const {
+  return !device_->lost() && values.copy_on(*device_) != nullptr;
+}
+
+GeneratedBackend::Output GeneratedBackend::output(const KernelRun& r, std::size_t i,
+                                                  const Node& n) {
+  const std::size_t bytes = device_->bytes_of(n.dtype, n.numel());
+  const std::shared_ptr<Buffer>& old = i < r.reuse.size() ? r.reuse[i] : nullptr;
+  if (old) {
+    auto copy = std::static_pointer_cast<DeviceBuffer>(old->copy_on(*device_));
+    if (copy && copy->bytes() >= bytes) return {std::move(copy), old};
+  }
+  return {device_->allocate(bytes), nullptr};
+}
+
+void GeneratedBackend::publish(Node& n, Output o) {
+  if (o.reused) {
+    o.reused->overwrite_on_device(o.memory);
+    n.result = std::move(o.reused);
+  } else {
+    n.result = std::make_shared<Buffer>(n.dtype, n.numel(), std::move(o.memory));
+  }
+}
+
+std::shared_ptr<DeviceBuffer> GeneratedBackend::on_device(const Buffer& b) {
+  // A borrowed buffer (from_blob memory the user may change) is uploaded every time rather than
+  // kept.
+  if (auto copy = b.copy_on(*device_)) return std::static_pointer_cast<DeviceBuffer>(copy);
+  auto m = device_->allocate(device_->bytes_of(b.dtype(), b.numel()));
+  device_->upload(*m, b.data(), b.bytes());
+  if (!b.borrowed()) b.add_device_copy(m);
+  return m;
+}
+
+const GeneratedBackend::Prepared& GeneratedBackend::prepare(const KernelRun& r) {
+  if (r.plan.prepared) return static_cast<const Prepared&>(*r.plan.prepared);
+  const Kernel& k = r.kernel;
+  KernelIr ir;
+  if (!k.body.empty()) {
+    const DescribeLoad describe = [](const Node&, const Node*) { return LoadFacts{}; };
+    lower_kernel(k.body, k.kind == Kernel::Kind::elementwise ? k.stored : std::vector<Node*>{},
+                 r.structure, describe, ir);
+  }
+  auto p = std::make_shared<Prepared>();
+  p->rendered = render_kernel(k, ir, r.structure, device_->dialect(), device_->traits());
+  if (p->rendered.uses_f64 && !device_->traits().fp64)
+    throw Error(ErrorCode::wrong_type,
+                std::string(k.root->info().name) + " " + shape_to_string(k.root->shape) +
+                    ": f64 values need a device with double precision, which " +
+                    device_->name() + " does not have");
+  p->entry = programs_.kernel(p->rendered.source, p->rendered.entry);
+  r.plan.prepared = p;
+  return *p;
+}
+
+}  // namespace kiln::detail::device

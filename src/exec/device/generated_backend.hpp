@@ -1,0 +1,63 @@
+// The generated-kernel backend, written once against the device interface (device_api.hpp): each
+// kernel of the runtime's schedule that the renderer has a form for runs as one kernel rendered
+// in the device's dialect, compiled once (program_cache.hpp) and launched on the device. Results
+// stay in device memory until a host reads them. A backend (OpenCL, CUDA) is an instance that
+// names itself, says what it fuses, and may hand kernels to its own libraries (BLAS products).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "exec/backend.hpp"
+#include "exec/device/device_api.hpp"
+#include "exec/device/program_cache.hpp"
+
+namespace kiln::detail::device {
+
+class GeneratedBackend : public Backend {
+ public:
+  explicit GeneratedBackend(std::shared_ptr<DeviceApi> device);
+
+  std::string setup() const override { return device_->name() + ", " + device_->driver(); }
+  bool supports(const Kernel& k, std::string& reason) const override;
+  KernelOutcome run(const KernelRun& r) override;
+  void synchronize() override { device_->finish(); }
+  void place(const Buffer& values) override;
+  bool holds(const Buffer& values) const override;
+
+  DeviceApi& device() const { return *device_; }
+  const ProgramCache& programs() const { return programs_; }
+
+ protected:
+  // Whether the backend's libraries compute kernel `k` (say why not in `reason`); the renderer
+  // takes the kernels they do not.
+  virtual bool library_supports(const Kernel& k, std::string& reason) const {
+    reason = "no library of the backend takes it";
+    static_cast<void>(k);
+    return false;
+  }
+  // Computes the kernel with the backend's libraries; false leaves it to the generated kernel.
+  virtual bool library_kernel(const KernelRun& r) {
+    static_cast<void>(r);
+    return false;
+  }
+
+  // Where an output's values go: the memory the plan lets it reuse, or new memory.
+  struct Output {
+    std::shared_ptr<DeviceBuffer> memory;
+    std::shared_ptr<Buffer> reused;
+  };
+  Output output(const KernelRun& r, std::size_t i, const Node& n);
+  static void publish(Node& n, Output o);
+  // The buffer's copy on this device, uploaded now if it has none.
+  std::shared_ptr<DeviceBuffer> on_device(const Buffer& b);
+
+ private:
+  struct Prepared;
+  const Prepared& prepare(const KernelRun& r);
+
+  std::shared_ptr<DeviceApi> device_;
+  ProgramCache programs_;  // declared after device_: programs go before the device
+};
+
+}  // namespace kiln::detail::device
