@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Checks kiln's layering: each directory of src/ uses only the directories below it, both in
 its #include lines and at link level (the symbols its object files need and which directory's
-object files define them). It also checks that the front end reads values only through
-graph/values.hpp, that only a backend sees its storage, and that only the files that make nodes
+object files define them). It also checks that no device API type appears outside its backend's
+directory, that the front end reads values only through graph/values.hpp, that only a backend sees its storage, and that only the files that make nodes
 write a node's IR. Usage: layering.py SOURCE_DIR OBJECT_FILE...
 
     graph      the IR, storage, shapes, gradient mode: the vocabulary of every layer
@@ -39,6 +39,13 @@ BACKEND_INTERFACE = {"kiln/executor.hpp", "kiln/profile.hpp"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Device backends' directories under exec/ (the CPU backend shares host buffers with everyone).
 BACKEND_DIRECTORY = re.compile(r"^exec/(opencl|cuda)/")
+# A device API's own types, calls and headers (OpenCL, CLBlast, CUDA, NVRTC, cuBLAS, cuDNN, cuFFT):
+# only its backend's directory names them, in code (comments and strings aside); the rest of
+# exec/ reaches devices through exec/device/device_api.hpp.
+DEVICE_API = re.compile(r"\b(cl_[a-z]\w*|CL_[A-Z]\w*|cl[A-Z]\w*|clblast::\w+|CU[a-z]\w*|"
+                        r"cuda[A-Z]\w*|nvrtc[A-Z]\w*|cublas\w*|cudnn\w*|cufft\w*)\b")
+DEVICE_HEADER = re.compile(r'^\s*#\s*include\s+<(CL/|clblast|cuda|nvrtc|cublas|cudnn|cufft)', re.M)
+STRING_LITERAL = re.compile(r'"(?:\\.|[^"\\])*"')
 # Above the runtime, a node's values are read and written through graph/values.hpp (which a
 # device backend's storage will synchronise), never through Node::result itself.
 RESULT_ACCESS = re.compile(r"->result\b")
@@ -92,6 +99,13 @@ def check_includes(src):
                     if write and not (layer == "capi" and write.group(1) == "shape"):
                         problems.append(f"{path}:{line_no}: writes a built node's IR (only "
                                         f"{', '.join(sorted(IR_WRITERS))} may)")
+            if not BACKEND_DIRECTORY.match(rel.replace(os.sep, "/")):
+                for line_no, line in enumerate(text.splitlines(), 1):
+                    code = STRING_LITERAL.sub('""', line.split("//")[0])
+                    api = DEVICE_API.search(code) or DEVICE_HEADER.search(line)
+                    if api:
+                        problems.append(f"{path}:{line_no}: names {api.group(0).strip()}, which "
+                                        "only its backend's directory may")
             for header in INCLUDE.findall(text):
                 # A backend's storage and device types stay inside it: only its own directory
                 # includes its headers (everyone else sees graph/device_memory.hpp).
