@@ -23,6 +23,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -90,6 +91,7 @@ struct Source {
 struct Captured {
   // Per dialect: source text -> what it is (identical sources are compiled once).
   std::vector<std::map<std::string, Source>> sources{std::size(kDialects)};
+  std::set<kd::Op> ops;  // of the nodes the rendered kernels compute
 };
 
 class RenderingBackend final : public kd::Backend {
@@ -110,6 +112,8 @@ class RenderingBackend final : public kd::Backend {
   kd::KernelOutcome run(const kd::KernelRun& r) override {
     const kd::Kernel& k = r.kernel;
     if (!kd::touches_complex_types(*k.root) && kd::can_render(k)) {
+      out_.ops.insert(k.root->op);
+      for (const kd::Node* n : k.body) out_.ops.insert(n->op);
       kd::KernelIr ir;
       if (!k.body.empty()) {
         const kd::DescribeLoad describe = [](const kd::Node&, const kd::Node*) {
@@ -363,6 +367,12 @@ TEST(RenderDialects, EveryFamilyIsRenderedInEveryDialect) {
     for (const char* family : kFamilies)
       EXPECT_GT(count[family], 0) << kDialects[d]->name << " renders no " << family << " kernel";
     EXPECT_EQ(count["other"], 0);
+  }
+  // Every elementwise row of the registry in some rendered kernel (complex has no device
+  // kernels: FusionPolicy::complex_types).
+  for (const kiln_test::Row& row : kiln_test::elementwise_rows()) {
+    if (row.op == kd::Op::complex) continue;
+    EXPECT_TRUE(c.ops.contains(row.op)) << "no rendered kernel computes " << row.name;
   }
   // The same kernels in every dialect.
   for (std::size_t d = 1; d < std::size(kDialects); ++d)
