@@ -1,0 +1,153 @@
+// The helper functions of generated kernels: those the registry's C templates name (kiln_add,
+// kiln_pow, ...) and those the renderer's families call, defined in a kernel only where its text
+// names them, for the types it uses: compilers such as PoCL's take time for every function in
+// the source.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exec/codegen/renderer.hpp"
+
+namespace kiln::detail::codegen {
+
+namespace {
+
+// Helpers with the integer rules of semantics/integer.hpp (wrapping through unsigned types,
+// division by zero giving 0) and the NaN rules of semantics/nan_rules.hpp, plus conversions to
+// integers as convert_value does them (NaN gives 0, out-of-range values saturate, the rest
+// truncate). In the definitions $T is the type, $U its unsigned type, $F a float literal's
+// suffix, $L the dialect's 64-bit integer type and $S its literals' suffix.
+struct Helper {
+  std::string_view name;
+  std::string_view integer;   // for the 32- and 64-bit integers
+  std::string_view floating;  // for float and double
+};
+constexpr Helper kHelpers[] = {
+    {"kiln_add", "$T kiln_add($T a, $T b) { return ($T)(($U)a + ($U)b); }",
+     "$T kiln_add($T a, $T b) { return a + b; }"},
+    {"kiln_sub", "$T kiln_sub($T a, $T b) { return ($T)(($U)a - ($U)b); }",
+     "$T kiln_sub($T a, $T b) { return a - b; }"},
+    {"kiln_mul", "$T kiln_mul($T a, $T b) { return ($T)(($U)a * ($U)b); }",
+     "$T kiln_mul($T a, $T b) { return a * b; }"},
+    {"kiln_div",
+     "$T kiln_div($T a, $T b) { return b == 0 ? ($T)0 : b == -1 ? ($T)(($U)0 - ($U)a) : a / b; }",
+     "$T kiln_div($T a, $T b) { return a / b; }"},
+    {"kiln_abs", "$T kiln_abs($T x) { return x < 0 ? ($T)(($U)0 - ($U)x) : x; }",
+     "$T kiln_abs($T x) { return fabs(x); }"},
+    {"kiln_angle", "",
+     "$T kiln_angle($T x) { return x != x ? x : x < 0 ? 3.14159265358979323846$F : 0; }"},
+    {"kiln_min", "$T kiln_min($T a, $T b) { return a < b ? a : b; }",
+     "$T kiln_min($T a, $T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }"},
+    {"kiln_max", "$T kiln_max($T a, $T b) { return a > b ? a : b; }",
+     "$T kiln_max($T a, $T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }"},
+    {"kiln_pow",
+     "$T kiln_pow($T b, $T e) {\n"
+     "  if (e < 0) return b == 1 ? ($T)1 : b == -1 ? (e % 2 == 0 ? ($T)1 : ($T)-1) : ($T)0;\n"
+     "  $U r = 1, x = ($U)b;\n"
+     "  while (e > 0) { if (e & 1) r *= x; x *= x; e >>= 1; }\n"
+     "  return ($T)r;\n}",
+     "$T kiln_pow($T a, $T b) { return pow(a, b); }"},
+    {"kiln_replaces",
+     "int kiln_replaces($T c, $T b, int maximum) { return maximum ? c > b : c < b; }",
+     "int kiln_replaces($T c, $T b, int maximum) {\n"
+     "  if (b != b) return 0;\n  if (c != c) return 1;\n  return maximum ? c > b : c < b;\n}"},
+    {"kiln_before",
+     "int kiln_before($T a, $T b, int descending) { return descending ? b < a : a < b; }",
+     "int kiln_before($T a, $T b, int descending) {\n"
+     "  int na = a != a, nb = b != b;\n"
+     "  if (na || nb) return descending ? (na && !nb) : (nb && !na);\n"
+     "  return descending ? b < a : a < b;\n}"},
+    {"kiln_to_i32", "",
+     "int kiln_to_i32($T v) {\n"
+     "  return v != v ? 0 : v <= -2147483648.0$F ? (-2147483647 - 1)\n"
+     "       : v >= 2147483647.0$F ? 2147483647 : (int)v;\n}"},
+    {"kiln_to_i64", "",
+     "$L kiln_to_i64($T v) {\n"
+     "  return v != v ? 0 : v <= -9223372036854775808.0$F ? (-9223372036854775807$S - 1)\n"
+     "       : v >= 9223372036854775807.0$F ? 9223372036854775807$S : ($L)v;\n}"},
+};
+
+// Helpers of the 16-bit floats (graph/narrow_floats.hpp's rules) that the dialect's spellings
+// serve (the dialect defines kiln_round_f16, which rounds a float to the nearest f16): rounding
+// a float to the nearest bf16 (kept as a float), and rounding a double to float by rounding to
+// odd, so that a second rounding to a 16-bit type gives the double's nearest value.
+struct NarrowHelper {
+  std::string_view name;
+  std::string (*definition)(const Dialect& d);
+};
+constexpr NarrowHelper kNarrowHelpers[] = {
+    {"kiln_round_bf16",
+     [](const Dialect& d) {
+       const std::string u32(d.u32);
+       return "float kiln_round_bf16(float x) {\n  " + u32 + " u = " + fill(d.as_u32, "x") +
+              ";\n  if ((u & 0x7fffffffu) > 0x7f800000u) return " +
+              fill(d.as_f32, "(u & 0x80000000u) | 0x7fc00000u") + ";\n  return " +
+              fill(d.as_f32, "(u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u") + ";\n}";
+     }},
+    {"kiln_odd_f32",
+     [](const Dialect& d) {
+       return "float kiln_odd_f32(double x) {\n"
+              "  float t = (float)x;\n"
+              "  if ((double)t == x || x != x) return t;\n"
+              "  if (fabs((double)t) > fabs(x)) t = " +
+              std::string(d.nextafter_f32) + "(t, 0.0f);\n  return " +
+              fill(d.as_f32, fill(d.as_u32, "t") + " | 1u") + ";\n}";
+     }},
+};
+
+std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+bool names(const std::string& text, std::string_view helper) {
+  return text.find(std::string(helper) + "(") != std::string::npos;
+}
+
+}  // namespace
+
+std::string helpers_for(const std::string& text, const Dialect& d, bool f64) {
+  struct Type {
+    DType t;
+    std::string_view unsigned_name, suffix;
+  };
+  const Type types[] = {{DType::i32, d.u32, ""},
+                        {DType::i64, d.u64, ""},
+                        {DType::f32, "", "f"},
+                        {DType::f64, "", ""}};
+  // The dialect's helpers and the narrow ones, with those their definitions call: a helper
+  // calls only helpers before it (the dialect's come first).
+  std::vector<std::string> narrow;
+  for (const NarrowHelper& h : kNarrowHelpers) narrow.push_back(h.definition(d));
+  std::string named = text;
+  for (std::size_t i = 0; i < narrow.size(); ++i)
+    if (names(text, kNarrowHelpers[i].name)) named += narrow[i];
+  std::vector<bool> wanted(d.helpers.size());
+  for (std::size_t i = d.helpers.size(); i-- > 0;) {
+    wanted[i] = names(named, d.helpers[i].name);
+    if (wanted[i]) named += d.helpers[i].definition;
+  }
+  std::string out;
+  for (std::size_t i = 0; i < d.helpers.size(); ++i)
+    if (wanted[i]) out += std::string(d.function) + " " + std::string(d.helpers[i].definition) + "\n";
+  for (std::size_t i = 0; i < narrow.size(); ++i)
+    if (names(text, kNarrowHelpers[i].name)) out += std::string(d.function) + " " + narrow[i] + "\n";
+  for (const Helper& h : kHelpers) {
+    if (!names(text, h.name)) continue;
+    for (const Type& t : types) {
+      if (t.t == DType::f64 && !f64) continue;
+      const std::string_view def = is_float(t.t) ? h.floating : h.integer;
+      if (def.empty()) continue;
+      std::string s = replace_all(std::string(def), "$T", d.type(t.t));
+      s = replace_all(std::move(s), "$U", t.unsigned_name);
+      s = replace_all(std::move(s), "$F", t.suffix);
+      s = replace_all(std::move(s), "$L", d.i64);
+      s = replace_all(std::move(s), "$S", d.i64_suffix);
+      out += std::string(d.function) + " " + s + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::detail::codegen

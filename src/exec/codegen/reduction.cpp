@@ -1,0 +1,164 @@
+// Kernels that reduce: reductions over adjacent axes (one work-group per output, merged in a fixed
+// tree), and softmax along an axis (one work-item per line).
+#include <cstdio>
+
+#include "exec/codegen/renderer.hpp"
+#include "exec/reduction_geometry.hpp"
+
+namespace kiln::detail::codegen {
+
+// One work-group per output: each work-item accumulates the reduced positions l, l + L, ... in
+// order, then the work-group merges the partial results in a fixed tree, so the same input always
+// gives the same bits.
+RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
+                         const Dialect& d, const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  const Node& root = *k.root;
+  const Node& input = *root.inputs[0];
+  std::int64_t outer = 0, reduced = 0, inner = 0;
+  as_block(root, input.shape, outer, reduced, inner);
+  const Op op = root.op;
+  const bool arg = op == Op::argmax || op == Op::argmin;
+  const bool extreme = arg || op == Op::min || op == Op::max;
+  const bool maximum = op == Op::max || op == Op::argmax;
+  // 16-bit floats are reduced as the floats they are, and a 16-bit result rounded when written.
+  const DType producer =
+      arithmetic_type(k.body.empty() ? k.inputs[0].node->dtype : k.body.back()->dtype);
+  const DType value_type = arithmetic_type(arg ? producer : root.dtype);
+  const DType out_type = arithmetic_type(root.dtype);
+  // Float sums and products accumulate in double, as semantics/reduction.hpp does, where the
+  // device has double; integers wrap in their own type.
+  const DType acc_type =
+      is_float(value_type) && !extreme ? (device.fp64 ? DType::f64 : value_type) : value_type;
+  r.note_type(acc_type);
+  const std::string T(d.type(value_type)), A(d.type(acc_type)), L = r.i64();
+  int group = 1;
+  while (group < 256 && group < reduced && static_cast<std::size_t>(group) * 2 <= device.max_group)
+    group *= 2;
+
+  std::vector<std::string> outputs = r.begin("kiln_reduce", root.dtype);
+  std::string body;
+  body += "  " + L + " g = (" + L + ")" + std::string(d.group_id) + ";\n";
+  body += "  int l = (int)" + std::string(d.local_id) + ";\n";
+  body += "  " + L + " base = (g / " + number(inner) + ") * " + number(reduced * inner) +
+          " + g % " + number(inner) + ";\n";
+  if (extreme) {
+    body += "  " + T + " best = 0;\n  " + L + " at = -1;\n";
+  } else {
+    body += "  " + A + " acc = " + (op == Op::prod ? "1" : "0") + ";\n";
+  }
+  body += "  for (" + L + " j = l; j < " + number(reduced) + "; j += " + std::to_string(group) +
+          ") {\n";
+  body += "  " + L + " p = base + j * " + number(inner) + ";\n";
+  std::string value;
+  if (k.body.empty()) {
+    value = "x";
+    r.load(body, value, structure.slot(k.inputs[0].node), k.inputs[0].view, "p");
+  } else {
+    value = r.code(body, ir, "p", nullptr);
+  }
+  const std::string v = cast(value, producer, value_type, d);
+  if (extreme) {
+    body += "  " + T + " y = " + v + ";\n";
+    body += "  if (at < 0 || kiln_replaces(y, best, " + std::string(maximum ? "1" : "0") +
+            ")) { best = y; at = j; }\n";
+  } else {
+    const std::string y = cast(v, value_type, acc_type, d);
+    body +=
+        "  acc = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") + "(acc, " + y + ");\n";
+  }
+  body += "  }\n";
+  const std::string local(d.local), barrier(d.barrier);
+  const std::string g = std::to_string(group);
+  if (extreme) {
+    body += "  " + local + " " + T + " bests[" + g + "];\n  " + local + " " + L + " ats[" + g +
+            "];\n  bests[l] = best;\n  ats[l] = at;\n";
+  } else {
+    body += "  " + local + " " + A + " accs[" + g + "];\n  accs[l] = acc;\n";
+  }
+  body += "  " + barrier + ";\n";
+  body += "  for (int s = " + std::to_string(group / 2) + "; s > 0; s >>= 1) {\n";
+  body += "    if (l < s) {\n";
+  if (extreme) {
+    // The later position wins only when it replaces the other by the rules, or ties with it
+    // (neither replaces the other) from an earlier position: the first extreme, the first NaN.
+    body += "      " + T + " b = bests[l + s];\n      " + L + " a = ats[l + s];\n";
+    body += "      " + T + " c = bests[l];\n      " + L + " e = ats[l];\n";
+    const std::string mx = maximum ? "1" : "0";
+    body += "      if (a >= 0 && (e < 0 || kiln_replaces(b, c, " + mx +
+            ") || (!kiln_replaces(c, b, " + mx + ") && a < e))) { bests[l] = b; ats[l] = a; }\n";
+  } else {
+    body += "      accs[l] = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") +
+            "(accs[l], accs[l + s]);\n";
+  }
+  body += "    }\n    " + barrier + ";\n  }\n";
+  body += "  if (l == 0) {\n";
+  std::string result;
+  if (arg) {
+    result = "ats[0]";
+    result = cast(result, DType::i64, out_type, d);
+  } else if (extreme) {
+    result = cast("bests[0]", value_type, out_type, d);
+  } else {
+    std::string total = "accs[0]";
+    if (op == Op::mean && is_float(acc_type))
+      total = "(accs[0] / (" + A + ")" + number(reduced) + ")";
+    result = cast(cast(total, acc_type, value_type, d), value_type, out_type, d);
+  }
+  body += "    " + r.write("out0", "g", result, root.dtype) + "\n";
+  body += "  }\n";
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>(outer * inner) * out.local_size;
+  char head[160];
+  std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), group);
+  r.finish(head, outputs, body);
+  return std::move(out);
+}
+
+// softmax and log_softmax along attrs.axes[0], one work-item per line, as the reference computes
+// them: the line's maximum (NaN skipped, a non-finite maximum not subtracted), the sum of
+// exponentials in double where the device has it, then each value.
+RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                             const DeviceTraits& device) {
+  Renderer r(structure, d);
+  const Node& root = *k.root;
+  const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t dim = 0; dim < axis; ++dim) outer *= root.shape[dim];
+  for (std::size_t dim = axis + 1; dim < root.shape.size(); ++dim) inner *= root.shape[dim];
+  const std::int64_t len = root.shape[axis];
+  const DType t = root.dtype;
+  const DType acc = device.fp64 ? DType::f64 : t;
+  r.note_type(acc);
+  const std::string T(d.type(t)), A(d.type(acc)), L = r.i64();
+  std::vector<std::string> outputs = r.begin("kiln_softmax", t);
+  const KernelInput& in = k.inputs[0];
+  const int slot = structure.slot(in.node);
+  std::string body = per_item(d, "g", outer * inner);
+  body += "  " + L + " base = (g / " + number(inner) + ") * " + number(len * inner) + " + g % " +
+          number(inner) + ";\n";
+  const auto value = [&](const std::string& name) {
+    r.load(body, name + "_", slot, in.view, "base + j * " + number(inner));
+    body += "  " + T + " " + name + " = " + cast(name + "_", in.node->dtype, t, d) + ";\n";
+  };
+  const std::string each_j = "  for (" + L + " j = 0; j < " + number(len) + "; ++j) {\n";
+  body += "  " + T + " m = -" + std::string(d.infinity) + ";\n" + each_j;
+  value("x");
+  body += "  m = m < x ? x : m;\n  }\n  m = " + std::string(d.isfinite) + "(m) ? m : (" + T +
+          ")0;\n";
+  body += "  " + A + " total = 0;\n" + each_j;
+  value("x");
+  body += "  total += exp((" + A + ")(x - m));\n  }\n";
+  body += each_j;
+  value("x");
+  body += "  " + T + " shifted = x - m;\n";
+  if (root.op == Op::softmax)
+    body += "  out0[base + j * " + number(inner) + "] = (" + T + ")(exp((" + A +
+            ")shifted) / total);\n  }\n";
+  else
+    body += "  out0[base + j * " + number(inner) + "] = (" + T + ")(shifted - log(total));\n  }\n";
+  return r.per_item_kernel(outer * inner, device, outputs, body);
+}
+
+}  // namespace kiln::detail::codegen

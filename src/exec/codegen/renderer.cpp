@@ -1,0 +1,301 @@
+// The Renderer (renderer.hpp): what every kernel family shares, spelled through the dialect.
+#include "exec/codegen/renderer.hpp"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+#include "kiln/error.hpp"
+
+namespace kiln::detail::codegen {
+
+std::string numbered(const char* prefix, std::int64_t n) {
+  std::string name(prefix);
+  name += std::to_string(n);
+  return name;
+}
+
+std::string fill_template(std::string_view tmpl, const std::string* args) {
+  std::string out;
+  for (std::size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] == '{' && i + 2 < tmpl.size() && tmpl[i + 2] == '}') {
+      out += args[tmpl[i + 1] - '0'];
+      i += 2;
+    } else {
+      out += tmpl[i];
+    }
+  }
+  return out;
+}
+
+std::string literal(const Scalar& s, DType t, const Dialect& d) {
+  char text[64];
+  switch (t) {
+    case DType::boolean: return s.as<bool>() ? "(int)1" : "(int)0";
+    case DType::i32: {
+      const auto v = s.as<std::int32_t>();
+      if (v == INT32_MIN) return "(-2147483647 - 1)";
+      return "(" + std::string(d.i32) + ")" + std::to_string(v);
+    }
+    case DType::i64: {
+      const auto v = s.as<std::int64_t>();
+      if (v == INT64_MIN) return "(-9223372036854775807" + std::string(d.i64_suffix) + " - 1)";
+      return "(" + std::string(d.i64) + ")" + std::to_string(v) + std::string(d.i64_suffix);
+    }
+    case DType::f32:
+    case DType::f64:
+    case DType::f16:
+    case DType::bf16: {
+      const double v = t == DType::f64 ? s.as<double>() : s.cast(t).as<double>();
+      const std::string type(d.type(t));
+      if (std::isnan(v)) return "(" + type + ")" + std::string(d.nan);
+      if (std::isinf(v))
+        return std::string(v < 0 ? "-" : "") + "(" + type + ")" + std::string(d.infinity);
+      std::snprintf(text, sizeof text, "%a", v);
+      return "(" + type + ")" + text;
+    }
+    case DType::c64:
+    case DType::c128: break;  // never rendered (FusionPolicy::complex_types)
+  }
+  throw Error(ErrorCode::internal_error,
+              std::string("a ") + dtype_name(t) + " literal in a generated kernel");
+}
+
+std::string cast(const std::string& expr, DType from, DType to, const Dialect& d) {
+  if (from == to) return expr;
+  if (is_float(from) && !is_float(to))
+    return std::string(to == DType::i32 ? "kiln_to_i32(" : "kiln_to_i64(") + expr + ")";
+  return "((" + std::string(d.type(to)) + ")(" + expr + "))";
+}
+
+std::string per_item(const Dialect& d, const char* var, std::int64_t n) {
+  const std::string v(var), i64(d.i64);
+  return "  " + i64 + " " + v + " = (" + i64 + ")" + std::string(d.global_id) + ";\n  if (" + v +
+         " >= " + std::to_string(n) + ") return;\n";
+}
+
+namespace {
+
+// The launch of a kernel with one work-item per position of `n` positions.
+void one_item_each(RenderedKernel& out, std::int64_t n, const DeviceTraits& device) {
+  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
+}
+
+// `qualifier` and a space, or nothing where the dialect has no such qualifier.
+std::string qualified(std::string_view qualifier) {
+  return qualifier.empty() ? std::string() : std::string(qualifier) + " ";
+}
+
+}  // namespace
+
+const std::string& Renderer::argument(int slot) {
+  auto it = args_.find(slot);
+  if (it != args_.end()) return it->second;
+  const std::string name = "in" + std::to_string(r_.inputs.size());
+  r_.inputs.push_back(slot);
+  note_type(structure_.nodes()[static_cast<std::size_t>(slot)]->dtype);
+  return args_.emplace(slot, name).first->second;
+}
+
+std::string Renderer::storage_type(DType t) const {
+  if (t == DType::f16) return std::string(d_.f16_storage);
+  if (t == DType::bf16) return std::string(d_.u16);
+  if (t == DType::boolean) return std::string(d_.u8);
+  return std::string(d_.type(t));
+}
+
+std::string Renderer::read(const std::string& buffer, const std::string& index, DType t) const {
+  if (t == DType::f16) {
+    const std::string args[] = {buffer, index};
+    return fill_template(d_.load_f16, args);
+  }
+  if (t == DType::bf16)
+    return fill(d_.as_f32, "(" + std::string(d_.u32) + ")" + buffer + "[" + index + "] << 16");
+  if (t == DType::boolean) return "(int)(" + buffer + "[" + index + "] != 0)";
+  return buffer + "[" + index + "]";
+}
+
+std::string Renderer::write(const std::string& buffer, const std::string& index,
+                            const std::string& value, DType t) const {
+  if (t == DType::f16) {
+    const std::string args[] = {buffer, index, value};
+    return fill_template(d_.store_f16, args);
+  }
+  if (t == DType::bf16)
+    return buffer + "[" + index + "] = (" + std::string(d_.u16) + ")(" +
+           fill(d_.as_u32, "kiln_round_bf16(" + value + ")") + " >> 16);";
+  if (t == DType::boolean)
+    return buffer + "[" + index + "] = (" + std::string(d_.u8) + ")(" + value + " != 0);";
+  return buffer + "[" + index + "] = " + value + ";";
+}
+
+void Renderer::load(std::string& body, const std::string& name, int slot, const ViewMap* view,
+                    const std::string& index) {
+  const Node& data = *structure_.nodes()[static_cast<std::size_t>(slot)];
+  const std::string& buffer = argument(slot);
+  const std::string type(d_.type(data.dtype)), L = i64();
+  if (view == nullptr || view->is_identity()) {
+    body += "  " + type + " " + name + " = " + read(buffer, index, data.dtype) + ";\n";
+    return;
+  }
+  const std::string opening = "  {\n    " + L + " kp = ";
+  body += "  " + type + " " + name + ";\n" + opening + index + ";\n";
+  // Layers are walked from the top: the first layer whose valid range a position misses
+  // gives the value (its fill), as ViewMap::locate does.
+  std::vector<std::string> fills;
+  const auto& layers = view->layers();
+  for (std::size_t k = layers.size(); k-- > 0;) {
+    const ViewLayer& l = layers[k];
+    const std::size_t rank = l.shape.size();
+    body += "    {\n      " + L + " kq = kp;\n";
+    std::string next = number(l.offset);
+    std::string misses;  // the condition under which a position lies outside the valid range
+    for (std::size_t dim = rank; dim-- > 0;) {
+      const std::string c = numbered("c", dim);
+      const std::int64_t size = l.shape[dim];
+      // A view without elements is never read: no index arithmetic (a division by zero
+      // would only make the device compiler warn).
+      if (size == 0) continue;
+      if (size == 1) {
+        if (!l.valid.empty() && (l.valid[dim].first > 0 || l.valid[dim].second <= 0))
+          misses = "1";
+        continue;
+      }
+      if (dim > 0)
+        body += "      " + L + " " + c + " = kq % " + number(size) + "; kq /= " + number(size) +
+                ";\n";
+      else
+        body += "      " + L + " " + c + " = kq;\n";
+      if (l.strides[dim] != 0) next += " + " + c + " * " + number(l.strides[dim]);
+      if (!l.valid.empty() && (l.valid[dim].first > 0 || l.valid[dim].second < size) &&
+          misses != "1")
+        misses += std::string(misses.empty() ? "" : " || ") + c + " < " +
+                  number(l.valid[dim].first) + " || " + c + " >= " + number(l.valid[dim].second);
+    }
+    if (!misses.empty()) {
+      fills.push_back(literal(l.fill, data.dtype, d_));
+      body += "      if (miss == 0 && (" + misses + ")) miss = " + std::to_string(fills.size()) +
+              ";\n";
+    }
+    body += "      kp = " + next + ";\n    }\n";
+  }
+  if (!fills.empty()) {
+    // Declared first, so that every layer can set it.
+    const auto at = body.rfind(opening);
+    body.insert(at + 4, "    int miss = 0;\n");
+    std::string value = read(buffer, "kp", data.dtype);
+    for (std::size_t f = fills.size(); f-- > 0;)
+      value = "miss == " + std::to_string(f + 1) + " ? " + fills[f] + " : " + value;
+    body += "    " + name + " = " + value + ";\n  }\n";
+  } else {
+    body += "    " + name + " = " + read(buffer, "kp", data.dtype) + ";\n  }\n";
+  }
+}
+
+std::string Renderer::code(std::string& body, const KernelIr& ir, const std::string& index,
+                           std::vector<std::string>* stores) {
+  std::vector<std::string> reg(static_cast<std::size_t>(ir.registers));
+  std::vector<DType> reg_type(static_cast<std::size_t>(ir.registers));
+  int next = 0;
+  for (const IrInstruction& ins : ir.code) {
+    const std::string name = numbered("v", next++);
+    const auto out = static_cast<std::size_t>(ins.out);
+    if (ins.load >= 0) {
+      const IrLoad& l = ir.loads[static_cast<std::size_t>(ins.load)];
+      const ViewMap* view = l.through >= 0
+                                ? &structure_.nodes()[static_cast<std::size_t>(l.through)]->view
+                                : nullptr;
+      load(body, name, l.node, view, index);
+      reg[out] = name;
+      reg_type[out] = l.type;
+      continue;
+    }
+    const IrStep& s = ins.step;
+    const OpInfo& info = op_info(s.op);
+    std::string args[3];
+    for (int a = 0; a < s.arity; ++a) {
+      const auto r = static_cast<std::size_t>(s.args[a]);
+      // where's condition keeps its type: a nonzero i64 must not become 0 as an i32.
+      args[a] = info.kind == OpKind::ternary && a == 0 ? reg[r]
+                                                       : cast(reg[r], reg_type[r], s.compute, d_);
+    }
+    note_type(s.compute);
+    note_type(s.dtype);
+    std::string expr;
+    DType from = s.compute;
+    if (info.kind == OpKind::ternary) {
+      expr = "(" + args[0] + " != 0 ? " + args[1] + " : " + args[2] + ")";
+    } else if (!info.c_template.empty()) {
+      expr = fill_template(info.c_template, args);
+      if (info.type_rule == TypeRule::to_i32 || info.type_rule == TypeRule::to_bool)
+        from = DType::i32;  // 0/1 or -1/1 as an int
+    } else {
+      throw Error(ErrorCode::internal_error,
+                  std::string(info.name) + " has no C template for " + std::string(d_.name));
+    }
+    std::string value = cast(expr, from, s.dtype, d_);
+    if (is_bool(s.rounds_to)) {
+      // A bool node: true where its value is non-zero; a conversion tests the operand itself
+      // (0.5 is true), not its value converted to int first.
+      const auto operand = static_cast<std::size_t>(s.args[0]);
+      value = s.op == Op::convert ? "(int)(" + reg[operand] + " != 0)"
+                                  : "(int)(" + value + " != 0)";
+    } else if (is_narrow_float(s.rounds_to)) {
+      // A 16-bit float node: its float value rounded to its type. A conversion from f64 or an
+      // integer rounds once, from the operand's value rounded to odd.
+      const auto operand = static_cast<std::size_t>(s.args[0]);
+      if (s.op == Op::convert && reg_type[operand] != DType::f32) {
+        note_type(DType::f64);
+        value = "kiln_odd_f32((double)" + reg[operand] + ")";
+      }
+      value = std::string(s.rounds_to == DType::f16 ? "kiln_round_f16(" : "kiln_round_bf16(") +
+              value + ")";
+    }
+    body += "  " + std::string(d_.type(s.dtype)) + " " + name + " = " + value + ";\n";
+    reg[out] = name;
+    reg_type[out] = s.dtype;
+    if (ins.store >= 0 && stores != nullptr) (*stores)[static_cast<std::size_t>(ins.store)] = name;
+  }
+  return reg[static_cast<std::size_t>(ir.result)];
+}
+
+void Renderer::finish(const std::string& head, const std::vector<std::string>& outputs,
+                      const std::string& body) {
+  std::string params;
+  for (const std::string& o : outputs) params += (params.empty() ? "" : ", ") + o;
+  for (std::size_t i = 0; i < r_.inputs.size(); ++i) {
+    const Node& n = *structure_.nodes()[static_cast<std::size_t>(r_.inputs[i])];
+    params += (params.empty() ? "" : ", ") + qualified(d_.global) + "const " +
+              storage_type(n.dtype) + "* in" + std::to_string(i);
+  }
+  if (r_.seed_of >= 0) params += ", " + std::string(d_.u64) + " seed";
+  if (r_.index_check) params += ", " + qualified(d_.global) + "int* bad";
+  std::string src(d_.preamble);
+  if (r_.uses_f64) src += d_.fp64_preamble;
+  src += helpers_for(body, d_, r_.uses_f64);
+  src += head + " " + r_.entry + "(" + params + ") {\n" + body + "}\n";
+  r_.source = std::move(src);
+}
+
+RenderedKernel Renderer::per_item_kernel(std::int64_t n, const DeviceTraits& device,
+                                         const std::vector<std::string>& outputs,
+                                         const std::string& body, const std::string& before) {
+  one_item_each(r_, n, device);
+  finish(before + std::string(d_.kernel), outputs, body);
+  return std::move(r_);
+}
+
+std::vector<std::string> Renderer::begin(const char* entry, DType t) {
+  r_.entry = entry;
+  r_.outputs = 1;
+  return {output(t, 0)};
+}
+
+std::string Renderer::output(DType t, int i) {
+  note_type(t);
+  return qualified(d_.global) + storage_type(t) + "* out" + std::to_string(i);
+}
+
+}  // namespace kiln::detail::codegen

@@ -1,0 +1,136 @@
+// The 2-D window ops over NCHW values (window2d.hpp): conv2d, its gradients with respect to the
+// input and the weights, max_pool2d and its gradient.
+#include "exec/codegen/renderer.hpp"
+#include "exec/window2d.hpp"
+
+namespace kiln::detail::codegen {
+
+// 2-D convolution, its gradients and max pooling over NCHW values, one work-item per output
+// element. conv2d, conv2d_grad_weight and max_pool2d sum (or compare) their terms in the
+// reference's order and type, so their values are the reference's; conv2d_grad_input gathers the
+// terms of each input position by window offset instead of the reference's scatter order.
+RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                        const DeviceTraits& device) {
+  Renderer r(structure, d);
+  RenderedKernel& out = r.result();
+  const Node& root = *k.root;
+  const Window2d g = window2d_of(root);
+  const std::int64_t n = root.numel();
+  const DType t = root.dtype;
+  const std::string T(d.type(t)), L = r.i64();
+  std::vector<std::string> outputs{r.output(t, 0)};
+  out.outputs = 1;
+  const auto N = [](std::int64_t v) { return number(v); };
+  // Loads element `index` of kernel input `which` as `name`, converted to type `as`.
+  const auto value = [&](std::string& body, const std::string& name, std::size_t which,
+                         const std::string& index, DType as) {
+    const KernelInput& in = k.inputs[which];
+    r.load(body, name + "_", structure.slot(in.node), in.view, index);
+    body += "  " + std::string(d.type(as)) + " " + name + " = " +
+            cast(name + "_", in.node->dtype, as, d) + ";\n";
+  };
+  const std::string xi = "((nn * " + N(g.c) + " + c) * " + N(g.h) + " + y) * " + N(g.w) + " + x";
+  const std::string wi =
+      "((oc * " + N(g.c) + " + c) * " + N(g.kh) + " + ki) * " + N(g.kw) + " + kj";
+  const std::string gi = "((nn * " + N(g.o) + " + oc) * " + N(g.oh) + " + i) * " + N(g.ow) + " + j";
+  const std::string row = "i * " + N(g.sh) + " - " + N(g.ph) + " + ki * " + N(g.dh);
+  const std::string col = "j * " + N(g.sw) + " - " + N(g.pw) + " + kj * " + N(g.dw);
+  std::string body = per_item(d, "e", n);
+  // Unpacks e into the named coordinates of a row-major shape.
+  const auto unpack = [&](std::initializer_list<std::pair<const char*, std::int64_t>> dims) {
+    std::vector<std::pair<const char*, std::int64_t>> v(dims);
+    body += "  " + L + " q = e;\n";
+    for (std::size_t a = v.size(); a-- > 0;) {
+      if (a == 0)
+        body += "  " + L + " " + std::string(v[a].first) + " = q;\n";
+      else
+        body += "  " + L + " " + std::string(v[a].first) + " = q % " + N(v[a].second) +
+                "; q /= " + N(v[a].second) + ";\n";
+    }
+  };
+  switch (root.op) {
+    case Op::conv2d:
+      out.entry = "kiln_conv2d";
+      unpack({{"nn", g.n}, {"oc", g.o}, {"i", g.oh}, {"j", g.ow}});
+      body += "  " + T + " acc = 0;\n";
+      body += "  for (" + L + " c = 0; c < " + N(g.c) + "; ++c)\n  for (" + L + " ki = 0; ki < " + N(g.kh) +
+              "; ++ki) {\n  " + L + " y = " + row + ";\n  if (y < 0 || y >= " + N(g.h) +
+              ") continue;\n  for (" + L + " kj = 0; kj < " + N(g.kw) + "; ++kj) {\n  " + L + " x = " + col +
+              ";\n  if (x < 0 || x >= " + N(g.w) + ") continue;\n";
+      value(body, "a", 0, xi, t);
+      value(body, "b", 1, wi, t);
+      body += "  acc = acc + a * b;\n  }\n  }\n  out0[e] = acc;\n";
+      break;
+    case Op::conv2d_grad_weight:
+      out.entry = "kiln_conv2d_grad_weight";
+      unpack({{"oc", g.o}, {"c", g.c}, {"ki", g.kh}, {"kj", g.kw}});
+      body += "  " + T + " acc = 0;\n";
+      body += "  for (" + L + " nn = 0; nn < " + N(g.n) + "; ++nn)\n  for (" + L + " i = 0; i < " + N(g.oh) +
+              "; ++i) {\n  " + L + " y = " + row + ";\n  if (y < 0 || y >= " + N(g.h) +
+              ") continue;\n  for (" + L + " j = 0; j < " + N(g.ow) + "; ++j) {\n  " + L + " x = " + col +
+              ";\n  if (x < 0 || x >= " + N(g.w) + ") continue;\n";
+      value(body, "a", 1, gi, t);
+      value(body, "b", 0, xi, t);
+      body += "  acc = acc + a * b;\n  }\n  }\n  out0[e] = acc;\n";
+      break;
+    case Op::conv2d_grad_input:
+      out.entry = "kiln_conv2d_grad_input";
+      unpack({{"nn", g.n}, {"c", g.c}, {"y", g.h}, {"x", g.w}});
+      body += "  " + T + " acc = 0;\n";
+      body += "  for (" + L + " oc = 0; oc < " + N(g.o) + "; ++oc)\n  for (" + L + " ki = 0; ki < " +
+              N(g.kh) + "; ++ki) {\n  " + L + " ti = y + " + N(g.ph) + " - ki * " + N(g.dh) +
+              ";\n  if (ti < 0 || ti % " + N(g.sh) + " != 0) continue;\n  " + L + " i = ti / " +
+              N(g.sh) + ";\n  if (i >= " + N(g.oh) + ") continue;\n  for (" + L + " kj = 0; kj < " +
+              N(g.kw) + "; ++kj) {\n  " + L + " tj = x + " + N(g.pw) + " - kj * " + N(g.dw) +
+              ";\n  if (tj < 0 || tj % " + N(g.sw) + " != 0) continue;\n  " + L + " j = tj / " +
+              N(g.sw) + ";\n  if (j >= " + N(g.ow) + ") continue;\n";
+      value(body, "a", 0, gi, t);
+      value(body, "b", 1, wi, t);
+      body += "  acc = acc + a * b;\n  }\n  }\n  out0[e] = acc;\n";
+      break;
+    case Op::max_pool2d: {
+      out.entry = "kiln_max_pool2d";
+      const DType in = root.inputs[0]->dtype;
+      const std::string I(d.type(in));
+      unpack({{"p", g.n * g.c}, {"i", g.oh}, {"j", g.ow}});
+      body += "  " + I + " best = 0;\n  int any = 0;\n";
+      body += "  for (" + L + " ki = 0; ki < " + N(g.kh) + "; ++ki)\n  for (" + L + " kj = 0; kj < " +
+              N(g.kw) + "; ++kj) {\n  " + L + " y = " + row + ", x = " + col +
+              ";\n  if (y < 0 || y >= " + N(g.h) + " || x < 0 || x >= " + N(g.w) + ") continue;\n";
+      value(body, "v", 0, "p * " + N(g.h * g.w) + " + y * " + N(g.w) + " + x", in);
+      body += "  if (!any || kiln_replaces(v, best, 1)) best = v;\n  any = 1;\n  }\n";
+      body += "  out0[e] = " + cast("best", in, t, d) + ";\n";
+      break;
+    }
+    default: {  // max_pool2d_grad: each input position collects its share of every window
+      out.entry = "kiln_max_pool2d_grad";
+      const DType in = root.inputs[0]->dtype;
+      const std::string I(d.type(in));
+      unpack({{"p", g.n * g.c}, {"y", g.h}, {"x", g.w}});
+      value(body, "mine", 0, "e", in);
+      body += "  " + T + " acc = 0;\n";
+      body += "  for (" + L + " i = 0; i < " + N(g.oh) + "; ++i)\n  for (" + L + " j = 0; j < " + N(g.ow) +
+              "; ++j) {\n  " + I + " best = 0;\n  int any = 0, hit = 0, ties = 0;\n";
+      body += "  for (" + L + " ki = 0; ki < " + N(g.kh) + "; ++ki)\n  for (" + L + " kj = 0; kj < " +
+              N(g.kw) + "; ++kj) {\n  " + L + " wy = " + row + ", wx = " + col +
+              ";\n  if (wy < 0 || wy >= " + N(g.h) + " || wx < 0 || wx >= " + N(g.w) +
+              ") continue;\n  if (wy == y && wx == x) hit = 1;\n";
+      value(body, "v", 0, "p * " + N(g.h * g.w) + " + wy * " + N(g.w) + " + wx", in);
+      body += "  if (!any || kiln_replaces(v, best, 1)) best = v;\n  any = 1;\n  }\n";
+      body += "  if (!hit || !(mine == best)) continue;\n";
+      body += "  for (" + L + " ki = 0; ki < " + N(g.kh) + "; ++ki)\n  for (" + L + " kj = 0; kj < " +
+              N(g.kw) + "; ++kj) {\n  " + L + " wy = " + row + ", wx = " + col +
+              ";\n  if (wy < 0 || wy >= " + N(g.h) + " || wx < 0 || wx >= " + N(g.w) +
+              ") continue;\n";
+      value(body, "u", 0, "p * " + N(g.h * g.w) + " + wy * " + N(g.w) + " + wx", in);
+      body += "  if (u == best) ++ties;\n  }\n";
+      value(body, "gr", 1, "(p * " + N(g.oh) + " + i) * " + N(g.ow) + " + j", t);
+      body += "  acc = acc + (ties > 0 ? gr / (" + T + ")ties : (" + T + ")0);\n  }\n";
+      body += "  out0[e] = acc;\n";
+      break;
+    }
+  }
+  return r.per_item_kernel(n, device, outputs, body);
+}
+
+}  // namespace kiln::detail::codegen
