@@ -50,10 +50,16 @@ struct Dialect {
                                // buffer {0}, rounded to nearest even
   std::string_view as_u32;     // the bits of the float {0}
   std::string_view as_f32;     // the float of the bits {0} (a u32)
+  std::string_view as_u64;     // the bits of the double {0}, as a u64
+  std::string_view as_f64;     // the double of the bits {0} (a u64)
   std::string_view nan, infinity;  // float constants (converted to double where needed)
   std::string_view nextafter_f32;  // the name of nextafter for floats
   std::string_view isfinite;       // the name of isfinite (float and double)
   std::span<const DialectHelper> helpers;  // kiln_round_f16 among them
+  // Whether kernels spell out the NaN rule of semantics/nan_rules.hpp (which NaN an op gives):
+  // for devices whose arithmetic does not give the host's NaN bits by itself (NVIDIA's make one
+  // canonical NaN). A device sets it on its copy of the dialect.
+  bool nan_rule = false;
 
   std::string_view type(DType t) const {
     switch (t) {
@@ -109,6 +115,8 @@ inline constexpr Dialect kOpenClC{
     .store_f16 = "vstore_half_rte({2}, {1}, {0});",
     .as_u32 = "as_uint({0})",
     .as_f32 = "as_float({0})",
+    .as_u64 = "as_ulong({0})",
+    .as_f64 = "as_double({0})",
     .nan = "NAN",
     .infinity = "INFINITY",
     .nextafter_f32 = "nextafter",
@@ -162,11 +170,14 @@ inline constexpr Dialect kCudaC{
     .store_f16 = "{0}[{1}] = kiln_f32_to_f16({2});",
     .as_u32 = "__float_as_uint({0})",
     .as_f32 = "__uint_as_float({0})",
+    .as_u64 = "((unsigned long long)__double_as_longlong({0}))",
+    .as_f64 = "__longlong_as_double((long long)({0}))",
     .nan = "__uint_as_float(0x7fc00000u)",
     .infinity = "__uint_as_float(0x7f800000u)",
     .nextafter_f32 = "nextafterf",
     .isfinite = "isfinite",
     .helpers = kCudaHelpers,
+    .nan_rule = true,  // NVIDIA's arithmetic makes 0x7fffffff of every NaN
 };
 
 }  // namespace kiln::detail

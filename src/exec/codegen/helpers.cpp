@@ -2,11 +2,14 @@
 // kiln_pow, ...) and those the renderer's families call, defined in a kernel only where its text
 // names them, for the types it uses: compilers such as PoCL's take time for every function in
 // the source.
+#include <cstdio>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "exec/codegen/renderer.hpp"
+#include "exec/semantics/nan_rules.hpp"
 
 namespace kiln::detail::codegen {
 
@@ -21,17 +24,31 @@ struct Helper {
   std::string_view name;
   std::string_view integer;   // for the 32- and 64-bit integers
   std::string_view floating;  // for float and double
+  std::string_view nan_rule = {};  // for float and double where the dialect spells out the NaN
+                                   // rule, if it differs
 };
+// The NaN rule of semantics/nan_rules.hpp: an op whose result r is NaN gives its first NaN operand,
+// quieted ($Q(a)), and with no NaN operand the host's NaN ($N); devices whose arithmetic makes
+// one canonical NaN (NVIDIA's) then give the reference's bits. A helper calls only helpers
+// before it in this table.
 constexpr Helper kHelpers[] = {
+    {"kiln_nan1", "", "$T kiln_nan1($T r, $T a) { return r == r ? r : a != a ? $Q(a) : $N; }"},
+    {"kiln_nan2", "",
+     "$T kiln_nan2($T r, $T a, $T b) {\n"
+     "  return r == r ? r : a != a ? $Q(a) : b != b ? $Q(b) : $N;\n}"},
     {"kiln_add", "$T kiln_add($T a, $T b) { return ($T)(($U)a + ($U)b); }",
-     "$T kiln_add($T a, $T b) { return a + b; }"},
+     "$T kiln_add($T a, $T b) { return a + b; }",
+     "$T kiln_add($T a, $T b) { return kiln_nan2(a + b, a, b); }"},
     {"kiln_sub", "$T kiln_sub($T a, $T b) { return ($T)(($U)a - ($U)b); }",
-     "$T kiln_sub($T a, $T b) { return a - b; }"},
+     "$T kiln_sub($T a, $T b) { return a - b; }",
+     "$T kiln_sub($T a, $T b) { return kiln_nan2(a - b, a, b); }"},
     {"kiln_mul", "$T kiln_mul($T a, $T b) { return ($T)(($U)a * ($U)b); }",
-     "$T kiln_mul($T a, $T b) { return a * b; }"},
+     "$T kiln_mul($T a, $T b) { return a * b; }",
+     "$T kiln_mul($T a, $T b) { return kiln_nan2(a * b, a, b); }"},
     {"kiln_div",
      "$T kiln_div($T a, $T b) { return b == 0 ? ($T)0 : b == -1 ? ($T)(($U)0 - ($U)a) : a / b; }",
-     "$T kiln_div($T a, $T b) { return a / b; }"},
+     "$T kiln_div($T a, $T b) { return a / b; }",
+     "$T kiln_div($T a, $T b) { return kiln_nan2(a / b, a, b); }"},
     {"kiln_abs", "$T kiln_abs($T x) { return x < 0 ? ($T)(($U)0 - ($U)x) : x; }",
      "$T kiln_abs($T x) { return fabs(x); }"},
     {"kiln_angle", "",
@@ -84,6 +101,25 @@ constexpr NarrowHelper kNarrowHelpers[] = {
               fill(d.as_f32, "(u & 0x80000000u) | 0x7fc00000u") + ";\n  return " +
               fill(d.as_f32, "(u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u") + ";\n}";
      }},
+    // Conversions between f32 and f64 that keep a NaN's sign and payload as the host's do.
+    {"kiln_f64_of",
+     [](const Dialect& d) {
+       const std::string u32(d.u32), u64(d.u64), ul(d.u64_suffix);
+       return "double kiln_f64_of(float x) {\n  if (x == x) return (double)x;\n  " + u32 +
+              " u = " + fill(d.as_u32, "x") + ";\n  return " +
+              fill(d.as_f64, "(((" + u64 + ")(u & 0x80000000u)) << 32) | 0x7ff8000000000000" + ul +
+                                 " | (((" + u64 + ")(u & 0x003fffffu)) << 29)") +
+              ";\n}";
+     }},
+    {"kiln_f32_of",
+     [](const Dialect& d) {
+       const std::string u32(d.u32), u64(d.u64);
+       return "float kiln_f32_of(double x) {\n  if (x == x) return (float)x;\n  " + u64 +
+              " u = " + fill(d.as_u64, "x") + ";\n  return " +
+              fill(d.as_f32, "((" + u32 + ")(u >> 32) & 0x80000000u) | 0x7fc00000u | (" + u32 +
+                                 ")((u >> 29) & 0x003fffffu)") +
+              ";\n}";
+     }},
     {"kiln_odd_f32",
      [](const Dialect& d) {
        return "float kiln_odd_f32(double x) {\n"
@@ -98,6 +134,28 @@ constexpr NarrowHelper kNarrowHelpers[] = {
 std::string replace_all(std::string s, std::string_view from, std::string_view to) {
   for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
+  return s;
+}
+
+// How the NaN rule's pieces are spelled in a dialect: the quieted NaN of an operand, and the NaN
+// this host's arithmetic makes of numbers (x86: the sign set), as the reference computes it.
+struct NanSpelling {
+  const Dialect& d;
+  std::string made_f32, made_f64;
+  std::string quiet_f32(const std::string& x) const {
+    return fill(d.as_f32, fill(d.as_u32, x) + " | 0x00400000u");
+  }
+  std::string quiet_f64(const std::string& x) const {
+    return fill(d.as_f64, fill(d.as_u64, x) + " | 0x0008000000000000" + std::string(d.u64_suffix));
+  }
+};
+NanSpelling nan_spelling(const Dialect& d) {
+  char text[32];
+  NanSpelling s{d, {}, {}};
+  std::snprintf(text, sizeof text, "0x%08xu", host_made_nan_f32());
+  s.made_f32 = fill(d.as_f32, text);
+  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(host_made_nan_f64()));
+  s.made_f64 = fill(d.as_f64, text + std::string(d.u64_suffix));
   return s;
 }
 
@@ -133,17 +191,38 @@ std::string helpers_for(const std::string& text, const Dialect& d, bool f64) {
     if (wanted[i]) out += std::string(d.function) + " " + std::string(d.helpers[i].definition) + "\n";
   for (std::size_t i = 0; i < narrow.size(); ++i)
     if (names(text, kNarrowHelpers[i].name)) out += std::string(d.function) + " " + narrow[i] + "\n";
-  for (const Helper& h : kHelpers) {
-    if (!names(text, h.name)) continue;
+  // kiln_* helpers, with those their definitions call (a helper calls only helpers before it).
+  std::vector<bool> called(std::size(kHelpers));
+  std::string calls = text;
+  for (std::size_t i = std::size(kHelpers); i-- > 0;) {
+    called[i] = names(calls, kHelpers[i].name);
+    if (called[i])
+      calls += std::string(kHelpers[i].integer) +
+               std::string(d.nan_rule && !kHelpers[i].nan_rule.empty() ? kHelpers[i].nan_rule
+                                                                       : kHelpers[i].floating);
+  }
+  const NanSpelling nans = nan_spelling(d);
+  for (std::size_t i = 0; i < std::size(kHelpers); ++i) {
+    if (!called[i]) continue;
+    const Helper& h = kHelpers[i];
     for (const Type& t : types) {
       if (t.t == DType::f64 && !f64) continue;
-      const std::string_view def = is_float(t.t) ? h.floating : h.integer;
+      const std::string_view def = !is_float(t.t)                         ? h.integer
+                                   : d.nan_rule && !h.nan_rule.empty() ? h.nan_rule
+                                                                       : h.floating;
       if (def.empty()) continue;
       std::string s = replace_all(std::string(def), "$T", d.type(t.t));
       s = replace_all(std::move(s), "$U", t.unsigned_name);
       s = replace_all(std::move(s), "$F", t.suffix);
       s = replace_all(std::move(s), "$L", d.i64);
       s = replace_all(std::move(s), "$S", d.i64_suffix);
+      if (is_float(t.t)) {
+        const bool wide = t.t == DType::f64;
+        for (const char* operand : {"a", "b"})
+          s = replace_all(std::move(s), std::string("$Q(") + operand + ")",
+                          wide ? nans.quiet_f64(operand) : nans.quiet_f32(operand));
+        s = replace_all(std::move(s), "$N", wide ? nans.made_f64 : nans.made_f32);
+      }
       out += std::string(d.function) + " " + s + "\n";
     }
   }

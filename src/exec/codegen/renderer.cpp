@@ -65,6 +65,9 @@ std::string cast(const std::string& expr, DType from, DType to, const Dialect& d
   if (from == to) return expr;
   if (is_float(from) && !is_float(to))
     return std::string(to == DType::i32 ? "kiln_to_i32(" : "kiln_to_i64(") + expr + ")";
+  // Between float and double, a NaN keeps its sign and payload (semantics/nan_rules.hpp).
+  if (d.nan_rule && is_float(from) && is_float(to) && d.type(from) != d.type(to))
+    return std::string(to == DType::f64 ? "kiln_f64_of(" : "kiln_f32_of(") + expr + ")";
   return "((" + std::string(d.type(to)) + ")(" + expr + "))";
 }
 
@@ -236,6 +239,14 @@ std::string Renderer::code(std::string& body, const KernelIr& ir, const std::str
                   std::string(info.name) + " has no C template for " + std::string(d_.name));
     }
     std::string value = cast(expr, from, s.dtype, d_);
+    // A NaN result is the reference's NaN (semantics/nan_rules.hpp): the first NaN operand, or
+    // the host's NaN.
+    if (d_.nan_rule && is_float(s.compute) && d_.type(s.compute) == d_.type(s.dtype) &&
+        s.op != Op::convert &&
+        (info.kind == OpKind::unary || info.kind == OpKind::binary))
+      value = info.kind == OpKind::unary
+                  ? "kiln_nan1(" + value + ", " + args[0] + ")"
+                  : "kiln_nan2(" + value + ", " + args[0] + ", " + args[1] + ")";
     if (is_bool(s.rounds_to)) {
       // A bool node: true where its value is non-zero; a conversion tests the operand itself
       // (0.5 is true), not its value converted to int first.

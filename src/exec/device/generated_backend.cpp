@@ -1,9 +1,12 @@
 #include "exec/device/generated_backend.hpp"
 
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "exec/kernel_ir.hpp"
+#include "exec/semantics/nan_rules.hpp"
 #include "exec/semantics/indexing.hpp"
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
@@ -52,7 +55,34 @@ struct GeneratedBackend::Prepared final : PreparedKernel {
 };
 
 GeneratedBackend::GeneratedBackend(std::shared_ptr<DeviceApi> device)
-    : device_(std::move(device)), programs_(*device_) {}
+    : device_(std::move(device)), programs_(*device_), dialect_(device_->dialect()) {
+  // KILN_NAN_RULE=1 spells the rule out on any device (to test that code where the device follows
+  // the rule by itself), =0 never.
+  const char* forced = std::getenv("KILN_NAN_RULE");
+  if (forced != nullptr && (forced[0] == '0' || forced[0] == '1'))
+    dialect_.nan_rule = forced[0] == '1';
+  else if (!dialect_.nan_rule)
+    dialect_.nan_rule = !follows_nan_rule();
+}
+
+bool GeneratedBackend::follows_nan_rule() {
+  const Dialect& d = device_->dialect();
+  const std::string global = d.global.empty() ? "" : std::string(d.global) + " ";
+  const std::string source = std::string(d.preamble) + std::string(d.kernel) +
+                             " kiln_nan_probe(" + global + "const float* in, " + global +
+                             "float* out) {\n"
+                             "  out[0] = in[0] + in[1];\n  out[1] = in[2] / in[2];\n"
+                             "  out[2] = in[1] * in[3];\n}\n";
+  const std::uint32_t payload = 0x7fc00123u, negative = 0xffc00456u, one = 0x3f800000u;
+  const std::uint32_t in[4] = {payload, one, 0, negative};
+  std::uint32_t out[3] = {0, 0, 0};
+  const auto input = device_->allocate(sizeof in), output = device_->allocate(sizeof out);
+  device_->upload(*input, in, sizeof in);
+  const KernelArgument arguments[] = {{input.get()}, {output.get()}};
+  device_->launch(programs_.kernel(source, "kiln_nan_probe"), arguments, 1, 1);
+  device_->download(*output, out, sizeof out);
+  return out[0] == payload && out[1] == host_made_nan_f32() && out[2] == negative;
+}
 
 bool GeneratedBackend::supports(const Kernel& k, std::string& reason) const {
   // Complex values: only what the backend's libraries take (the renderer has no complex types).
@@ -150,7 +180,7 @@ const GeneratedBackend::Prepared& GeneratedBackend::prepare(const KernelRun& r) 
                  r.structure, describe, ir);
   }
   auto p = std::make_shared<Prepared>();
-  p->rendered = render_kernel(k, ir, r.structure, device_->dialect(), device_->traits());
+  p->rendered = render_kernel(k, ir, r.structure, dialect_, device_->traits());
   if (p->rendered.uses_f64 && !device_->traits().fp64)
     throw Error(ErrorCode::wrong_type,
                 std::string(k.root->info().name) + " " + shape_to_string(k.root->shape) +

@@ -18,7 +18,10 @@ class GeneratedBackend : public Backend {
  public:
   explicit GeneratedBackend(std::shared_ptr<DeviceApi> device);
 
-  std::string setup() const override { return device_->name() + ", " + device_->driver(); }
+  std::string setup() const override {
+    return device_->name() + ", " + device_->driver() +
+           (dialect_.nan_rule ? ", NaN rule spelled out" : "");
+  }
   bool supports(const Kernel& k, std::string& reason) const override;
   KernelOutcome run(const KernelRun& r) override;
   void synchronize() override { device_->finish(); }
@@ -27,6 +30,9 @@ class GeneratedBackend : public Backend {
 
   DeviceApi& device() const { return *device_; }
   const ProgramCache& programs() const { return programs_; }
+  // The dialect kernels are rendered in: the device's, spelling out the NaN rule where the
+  // device's arithmetic does not follow it by itself.
+  const Dialect& dialect() const { return dialect_; }
 
  protected:
   // Whether the backend's libraries compute kernel `k` (say why not in `reason`); the renderer
@@ -56,8 +62,12 @@ class GeneratedBackend : public Backend {
   struct Prepared;
   const Prepared& prepare(const KernelRun& r);
 
+  // Whether the device's arithmetic gives the host's NaN bits by itself (one small kernel).
+  bool follows_nan_rule();
+
   std::shared_ptr<DeviceApi> device_;
   ProgramCache programs_;  // declared after device_: programs go before the device
+  Dialect dialect_;
 };
 
 }  // namespace kiln::detail::device

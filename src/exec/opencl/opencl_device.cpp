@@ -204,7 +204,7 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
   // reference does.
   cl_device_fp_config single = 0;
   clGetDeviceInfo(d->device_, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, nullptr);
-  d->options_ = "-cl-std=CL1.2";
+  d->options_ = std::string(kOpenClC.compile_options);
   if ((single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0)
     d->options_ += " -cl-fp32-correctly-rounded-divide-sqrt";
   return d;

@@ -1,9 +1,19 @@
 // How NaN moves through comparisons of values: minimum and maximum of a NaN are NaN (as in
 // NumPy and libtorch, unlike std::fmin), and a reduction's extreme or arg-extreme stops at the
 // first NaN it meets (argmax/argmin: the first NaN's index; on ties, the first index).
+//
+// And which NaN an op gives, bit for bit, on every executor: the host's rule, which the reference
+// follows by computing on the host. An op whose result is NaN gives its first NaN operand,
+// quieted (its sign and payload kept); an op that makes a NaN of numbers (0/0, inf - inf,
+// sqrt(-1)) gives the NaN the host's arithmetic makes (x86: 0xffc00000, the sign set). A
+// conversion between f32 and f64 keeps a NaN's sign and the high bits of its payload. Devices
+// whose arithmetic gives one canonical NaN instead (NVIDIA's: 0x7fffffff) apply the rule in their
+// generated kernels (codegen/helpers.cpp: kiln_nan1, kiln_nan2, kiln_f64_of, kiln_f32_of).
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace kiln::detail {
@@ -31,6 +41,22 @@ template <class T> inline bool replaces(T candidate, T best, bool maximum) {
   if (is_nan(best)) return false;
   if (is_nan(candidate)) return true;
   return maximum ? candidate > best : candidate < best;
+}
+
+// The NaN this host's arithmetic makes of numbers, as bits.
+inline std::uint32_t host_made_nan_f32() {
+  volatile float zero = 0.f;
+  const float nan = zero / zero;
+  std::uint32_t bits;
+  std::memcpy(&bits, &nan, sizeof bits);
+  return bits;
+}
+inline std::uint64_t host_made_nan_f64() {
+  volatile double zero = 0.0;
+  const double nan = zero / zero;
+  std::uint64_t bits;
+  std::memcpy(&bits, &nan, sizeof bits);
+  return bits;
 }
 
 }  // namespace kiln::detail
