@@ -62,6 +62,13 @@ std::vector<Case> cases() {
       {"cumprod(x + 1)", [=] { return kiln::cumprod(x() + 1.f, 0); },
        {kPayloadNan, kNegativeNan, kPayloadNan}},
       {"sum along rows", [=] { return kiln::sum(x() * 2.f, {1}); }, {kPayloadNan, kNegativeNan}},
+      // A product's NaN row and column: each output that reads the NaN is that NaN.
+      {"matmul", [=] { return kiln::matmul(x(), kiln::ones({3, 2})); },
+       {kPayloadNan, kPayloadNan, kNegativeNan, kNegativeNan}},
+      {"softmax", [=] { return kiln::softmax(x(), 1); },
+       {kPayloadNan, kPayloadNan, kPayloadNan, kNegativeNan, kNegativeNan, kNegativeNan}},
+      {"conv2d", [=] { return kiln::conv2d(x().reshape({1, 1, 2, 3}), kiln::ones({1, 1, 1, 2})); },
+       {kPayloadNan, kPayloadNan, kNegativeNan}},
   };
 }
 

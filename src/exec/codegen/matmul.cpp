@@ -30,7 +30,7 @@ RenderedKernel matrix_product(const Kernel& k, const GraphStructure& structure, 
   r.load(body, "y", structure.slot(b.node), b.view,
          "(batch * " + number(inner) + " + l) * " + number(p) + " + j");
   const std::string x = cast("x", a.node->dtype, acc, d), y = cast("y", b.node->dtype, acc, d);
-  if (is_float(acc))
+  if (is_float(acc) && !d.nan_rule)
     body += "  acc = acc + " + x + " * " + y + ";\n";
   else
     body += "  acc = kiln_add(acc, kiln_mul(" + x + ", " + y + "));\n";

@@ -149,15 +149,17 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
           ")0;\n";
   body += "  " + A + " total = 0;\n" + each_j;
   value("x");
-  body += "  total += exp((" + A + ")(x - m));\n  }\n";
+  body += "  total = " +
+          arithmetic(d, "total", '+', math(d, "exp", cast(arithmetic(d, "x", '-', "m"), t, acc, d))) +
+          ";\n  }\n";
   body += each_j;
   value("x");
-  body += "  " + T + " shifted = x - m;\n";
-  if (root.op == Op::softmax)
-    body += "  out0[base + j * " + number(inner) + "] = (" + T + ")(exp((" + A +
-            ")shifted) / total);\n  }\n";
-  else
-    body += "  out0[base + j * " + number(inner) + "] = (" + T + ")(shifted - log(total));\n  }\n";
+  body += "  " + T + " shifted = " + arithmetic(d, "x", '-', "m") + ";\n";
+  const std::string wide = cast("shifted", t, acc, d);
+  const std::string result =
+      root.op == Op::softmax ? arithmetic(d, math(d, "exp", wide), '/', "total")
+                             : arithmetic(d, wide, '-', math(d, "log", "total"));
+  body += "  out0[base + j * " + number(inner) + "] = " + cast(result, acc, t, d) + ";\n  }\n";
   return r.per_item_kernel(outer * inner, device, outputs, body);
 }
 

@@ -71,6 +71,18 @@ std::string cast(const std::string& expr, DType from, DType to, const Dialect& d
   return "((" + std::string(d.type(to)) + ")(" + expr + "))";
 }
 
+std::string arithmetic(const Dialect& d, const std::string& a, char op, const std::string& b) {
+  if (!d.nan_rule) return "(" + a + " " + op + " " + b + ")";
+  const char* helper = op == '+' ? "kiln_add(" : op == '-' ? "kiln_sub(" : op == '*' ? "kiln_mul(" : "kiln_div(";
+  return helper + a + ", " + b + ")";
+}
+
+std::string math(const Dialect& d, const char* function, const std::string& x) {
+  const std::string call = std::string(function) + "(" + x + ")";
+  if (!d.nan_rule) return call;
+  return "kiln_nan1(" + call + ", " + x + ")";
+}
+
 std::string per_item(const Dialect& d, const char* var, std::int64_t n) {
   const std::string v(var), i64(d.i64);
   return "  " + i64 + " " + v + " = (" + i64 + ")" + std::string(d.global_id) + ";\n  if (" + v +

@@ -38,6 +38,12 @@ std::string literal(const Scalar& s, DType t, const Dialect& d);
 // `expr`, a value of type `from`, as type `to` (convert_value's rules).
 std::string cast(const std::string& expr, DType from, DType to, const Dialect& d);
 
+// Float arithmetic written out by a kernel family: `a op b` (op one of + - * /), or the helper
+// that applies the NaN rule where the dialect spells it out (kiln_add, ...); `f(x)` for a math
+// function likewise.
+std::string arithmetic(const Dialect& d, const std::string& a, char op, const std::string& b);
+std::string math(const Dialect& d, const char* function, const std::string& x);
+
 // The opening of a kernel with one work-item per position of `n`: the position in `var` (an
 // i64), and the work-items past the end (the launch is rounded up to whole work-groups) leaving
 // at once.

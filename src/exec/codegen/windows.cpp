@@ -59,7 +59,8 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
               ";\n  if (x < 0 || x >= " + N(g.w) + ") continue;\n";
       value(body, "a", 0, xi, t);
       value(body, "b", 1, wi, t);
-      body += "  acc = acc + a * b;\n  }\n  }\n  out0[e] = acc;\n";
+      body += "  acc = " + arithmetic(d, "acc", '+', arithmetic(d, "a", '*', "b")) +
+              ";\n  }\n  }\n  out0[e] = acc;\n";
       break;
     case Op::conv2d_grad_weight:
       out.entry = "kiln_conv2d_grad_weight";
@@ -71,7 +72,8 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
               ";\n  if (x < 0 || x >= " + N(g.w) + ") continue;\n";
       value(body, "a", 1, gi, t);
       value(body, "b", 0, xi, t);
-      body += "  acc = acc + a * b;\n  }\n  }\n  out0[e] = acc;\n";
+      body += "  acc = " + arithmetic(d, "acc", '+', arithmetic(d, "a", '*', "b")) +
+              ";\n  }\n  }\n  out0[e] = acc;\n";
       break;
     case Op::conv2d_grad_input:
       out.entry = "kiln_conv2d_grad_input";
@@ -86,7 +88,8 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
               N(g.sw) + ";\n  if (j >= " + N(g.ow) + ") continue;\n";
       value(body, "a", 0, gi, t);
       value(body, "b", 1, wi, t);
-      body += "  acc = acc + a * b;\n  }\n  }\n  out0[e] = acc;\n";
+      body += "  acc = " + arithmetic(d, "acc", '+', arithmetic(d, "a", '*', "b")) +
+              ";\n  }\n  }\n  out0[e] = acc;\n";
       break;
     case Op::max_pool2d: {
       out.entry = "kiln_max_pool2d";
@@ -125,7 +128,11 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
       value(body, "u", 0, "p * " + N(g.h * g.w) + " + wy * " + N(g.w) + " + wx", in);
       body += "  if (u == best) ++ties;\n  }\n";
       value(body, "gr", 1, "(p * " + N(g.oh) + " + i) * " + N(g.ow) + " + j", t);
-      body += "  acc = acc + (ties > 0 ? gr / (" + T + ")ties : (" + T + ")0);\n  }\n";
+      body += "  acc = " +
+              arithmetic(d, "acc", '+',
+                         "(ties > 0 ? " + arithmetic(d, "gr", '/', "(" + T + ")ties") + " : (" + T +
+                             ")0)") +
+              ";\n  }\n";
       body += "  out0[e] = acc;\n";
       break;
     }
