@@ -62,6 +62,7 @@ std::vector<Case> cases() {
       {"cumprod(x + 1)", [=] { return kiln::cumprod(x() + 1.f, 0); },
        {kPayloadNan, kNegativeNan, kPayloadNan}},
       {"sum along rows", [=] { return kiln::sum(x() * 2.f, {1}); }, {kPayloadNan, kNegativeNan}},
+      {"mean along rows", [=] { return kiln::mean(x(), {1}); }, {kPayloadNan, kNegativeNan}},
       // A product's NaN row and column: each output that reads the NaN is that NaN.
       {"matmul", [=] { return kiln::matmul(x(), kiln::ones({3, 2})); },
        {kPayloadNan, kPayloadNan, kNegativeNan, kNegativeNan}},

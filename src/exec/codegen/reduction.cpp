@@ -103,7 +103,7 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   } else {
     std::string total = "accs[0]";
     if (op == Op::mean && is_float(acc_type))
-      total = "(accs[0] / (" + A + ")" + number(reduced) + ")";
+      total = arithmetic(d, "accs[0]", '/', "(" + A + ")" + number(reduced));
     result = cast(cast(total, acc_type, value_type, d), value_type, out_type, d);
   }
   body += "    " + r.write("out0", "g", result, root.dtype) + "\n";
