@@ -170,6 +170,11 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
     EXPECT_EQ((x.to(DType::f32) * 0.5 + 1).dtype(), DType::f32);
   });
   ROW(kiln::pow(x, 2), EXPECT_EQ(kiln::pow(x, 2).at<double>({1, 2, 3}), 23.0 * 23.0););
+  ROW((x / 3).floor(), EXPECT_EQ((x / 3).floor().at<double>({1, 2, 3}), 7.0););
+  ROW(kiln::remainder(x, 5), EXPECT_EQ(kiln::remainder(x, 5).at<double>({1, 2, 3}), 3.0););
+  ROW(kiln::atan2(x, -x), {
+    EXPECT_DOUBLE_EQ(kiln::atan2(x, -x).at<double>({0, 0, 1}), 3 * std::atan(1.0));
+  });
   ROW(kiln::matmul(m, m.t()),
       expect_tensor(kiln::matmul(m, m.t()), DType::f64, {2, 2}, {5, 14, 14, 50}););
   ROW(x.sum({1}), {

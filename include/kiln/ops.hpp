@@ -89,6 +89,12 @@ Tensor mul(const Tensor& a, const Tensor& b);
 /// Integer division truncates toward zero; an integer division by zero gives 0.
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
+/// libtorch's atan2 (float-valued, like the unary functions), fmod (the remainder of division
+/// truncated toward zero: the dividend's sign) and remainder (of floor division: the divisor's
+/// sign, Python's %). Integer fmod and remainder by 0 give 0.
+Tensor atan2(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);  ///< NaN propagates
 Tensor maximum(const Tensor& a, const Tensor& b);  ///< NaN propagates
 /// Comparisons in the promoted type, returning bool (as libtorch's; the C API's give F_INT32 0/1).
@@ -129,6 +135,9 @@ KILN_SCALAR_FORMS(sub)
 KILN_SCALAR_FORMS(mul)
 KILN_SCALAR_FORMS(div)
 KILN_SCALAR_FORMS(pow)
+KILN_SCALAR_FORMS(atan2)
+KILN_SCALAR_FORMS(fmod)
+KILN_SCALAR_FORMS(remainder)
 KILN_SCALAR_FORMS(minimum)
 KILN_SCALAR_FORMS(maximum)
 KILN_SCALAR_FORMS(less)
@@ -176,6 +185,12 @@ Tensor neg(const Tensor& a);
 Tensor abs(const Tensor& a);
 Tensor sign(const Tensor& a);
 Tensor even(const Tensor& a);
+/// Rounding keeps the type (an integer tensor is returned as it is); round takes halves to even,
+/// as libtorch's does.
+Tensor floor(const Tensor& a);
+Tensor ceil(const Tensor& a);
+Tensor round(const Tensor& a);
+Tensor trunc(const Tensor& a);
 Tensor sqrt(const Tensor& a);
 Tensor exp(const Tensor& a);
 Tensor expm1(const Tensor& a);

@@ -219,8 +219,18 @@ class Tensor {
   Tensor sigmoid() const;
   Tensor relu() const;
   Tensor neg() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor trunc() const;
   Tensor pow(const Tensor& exponent) const;
   Tensor pow(Scalar exponent) const;
+  Tensor atan2(const Tensor& other) const;
+  Tensor atan2(Scalar other) const;
+  Tensor fmod(const Tensor& other) const;
+  Tensor fmod(Scalar other) const;
+  Tensor remainder(const Tensor& other) const;
+  Tensor remainder(Scalar other) const;
   Tensor matmul(const Tensor& other) const;
   Tensor softmax(int axis) const;
   Tensor log_softmax(int axis) const;

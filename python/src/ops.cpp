@@ -106,6 +106,10 @@ void bind_ops(nb::module_& m) {
   unary<log1p>(m, "log1p");
   unary<isnan>(m, "isnan");
   unary<isfinite>(m, "isfinite");
+  unary<kiln::floor>(m, "floor");
+  unary<kiln::ceil>(m, "ceil");
+  unary<kiln::round>(m, "round");
+  unary<kiln::trunc>(m, "trunc");
   m.def("add", [](nb::handle a, nb::handle b) { return add(to_tensor(a), to_tensor(b)); });
   m.def("sub", [](nb::handle a, nb::handle b) { return sub(to_tensor(a), to_tensor(b)); });
   m.def("mul", [](nb::handle a, nb::handle b) { return mul(to_tensor(a), to_tensor(b)); });
@@ -113,6 +117,10 @@ void bind_ops(nb::module_& m) {
   m.def("pow", [](nb::handle a, nb::handle b) { return pow(to_tensor(a), to_tensor(b)); });
   m.def("maximum", [](nb::handle a, nb::handle b) { return maximum(to_tensor(a), to_tensor(b)); });
   m.def("minimum", [](nb::handle a, nb::handle b) { return minimum(to_tensor(a), to_tensor(b)); });
+  m.def("atan2", [](nb::handle a, nb::handle b) { return kiln::atan2(to_tensor(a), to_tensor(b)); });
+  m.def("fmod", [](nb::handle a, nb::handle b) { return kiln::fmod(to_tensor(a), to_tensor(b)); });
+  m.def("remainder",
+        [](nb::handle a, nb::handle b) { return kiln::remainder(to_tensor(a), to_tensor(b)); });
   m.def("where", [](nb::handle c, nb::handle a, nb::handle b) {
           return where(to_tensor(c), to_tensor(a), to_tensor(b));
         }, nb::arg("condition"), nb::arg("input"), nb::arg("other"));

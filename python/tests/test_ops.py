@@ -76,3 +76,16 @@ def test_executors_from_python():
         assert (kiln.arange(3) + 1).tolist() == [1, 2, 3]
     finally:
         kiln.set_executor(before)
+
+
+def test_rounding_and_remainders_as_numpy(rng):
+    a = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -1.7, 3.2])
+    k = kiln.tensor(a)
+    np.testing.assert_array_equal(kiln.floor(k).numpy(), np.floor(a))
+    np.testing.assert_array_equal(kiln.ceil(k).numpy(), np.ceil(a))
+    np.testing.assert_array_equal(kiln.round(k).numpy(), np.round(a))  # halves to even
+    np.testing.assert_array_equal(kiln.trunc(k).numpy(), np.trunc(a))
+    b = rng.uniform(0.5, 3, a.shape) * np.where(rng.random(a.shape) < 0.5, -1, 1)
+    np.testing.assert_allclose(kiln.fmod(k, b).numpy(), np.fmod(a, b))
+    np.testing.assert_allclose(kiln.remainder(k, b).numpy(), np.remainder(a, b))
+    np.testing.assert_allclose(kiln.atan2(k, b).numpy(), np.arctan2(a, b))

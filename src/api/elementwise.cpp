@@ -89,6 +89,12 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b,
   detail::node_of(a, name);
   detail::node_of(b, name);
   const DType dtype = detail::result_type(op, promote(a.dtype(), b.dtype()));
+  // A float-valued op of integers (atan2) computes in default_dtype(), as the unary ones do
+  // (libtorch's rule).
+  if (dtype != promote(a.dtype(), b.dtype()) &&
+      detail::op_info(op).type_rule == detail::TypeRule::float_valued) [[unlikely]]
+    return binary(op, convert(a, default_dtype()), convert(b, default_dtype()), alignment,
+                  flint_ties);
   if (a.shape() == b.shape())  // the common case: nothing to broadcast
     return binary_node(op, dtype, a.shape(), operands(a.node(), b.node()), flint_ties);
   BroadcastPlan p = plan(name, a.shape(), a.is_inverse_broadcast(), b.shape(),

@@ -22,6 +22,10 @@ KILN_METHOD_(tanh)
 KILN_METHOD_(sigmoid)
 KILN_METHOD_(relu)
 KILN_METHOD_(neg)
+KILN_METHOD_(floor)
+KILN_METHOD_(ceil)
+KILN_METHOD_(round)
+KILN_METHOD_(trunc)
 KILN_METHOD_(argmax)
 KILN_METHOD_(argmin)
 KILN_METHOD_(all)
@@ -41,16 +45,19 @@ Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const {
   return kiln::masked_fill(*this, mask, value);
 }
 
-#define KILN_COMPARISON_(method, fn)                                                 \
+#define KILN_BINARY_METHOD_(method, fn)                                                 \
   Tensor Tensor::method(const Tensor& other) const { return kiln::fn(*this, other); } \
   Tensor Tensor::method(Scalar other) const { return kiln::fn(*this, other); }
-KILN_COMPARISON_(eq, equal)
-KILN_COMPARISON_(ne, not_equal)
-KILN_COMPARISON_(lt, less)
-KILN_COMPARISON_(le, less_equal)
-KILN_COMPARISON_(gt, greater)
-KILN_COMPARISON_(ge, greater_equal)
-#undef KILN_COMPARISON_
+KILN_BINARY_METHOD_(eq, equal)
+KILN_BINARY_METHOD_(ne, not_equal)
+KILN_BINARY_METHOD_(lt, less)
+KILN_BINARY_METHOD_(le, less_equal)
+KILN_BINARY_METHOD_(gt, greater)
+KILN_BINARY_METHOD_(ge, greater_equal)
+KILN_BINARY_METHOD_(atan2, atan2)
+KILN_BINARY_METHOD_(fmod, fmod)
+KILN_BINARY_METHOD_(remainder, remainder)
+#undef KILN_BINARY_METHOD_
 
 std::vector<Tensor> Tensor::chunk(std::int64_t chunks, int dim) const {
   return kiln::chunk(*this, chunks, dim);

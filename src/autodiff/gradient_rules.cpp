@@ -241,6 +241,14 @@ KILN_RULE(pow) {
   const Tensor safe_log = where(defined, log_a, zeros({}, log_a.dtype()));
   return {b.g * e * pow(a, e - c(1, b.g)), b.g * b.node * safe_log};
 }
+KILN_RULE(atan2) {
+  const Tensor y = b.in(0), x = b.in(1);
+  const Tensor r2 = y * y + x * x;
+  return {b.g * x / r2, -b.g * y / r2};
+}
+// a - trunc(a / b) * b and a - floor(a / b) * b: the quotient is piecewise constant.
+KILN_RULE(fmod) { return {b.g, -b.g * trunc(b.in(0) / b.in(1))}; }
+KILN_RULE(remainder) { return {b.g, -b.g * floor(b.in(0) / b.in(1))}; }
 KILN_RULE(minimum) {
   return choice_gradients(b.in(0), b.in(1), b.g, true, b.n.attrs.flint_ties);
 }

@@ -258,8 +258,12 @@ std::string Exporter::emit_unary(const Node& n) {
       operand(n, 0, n.op == Op::sign || n.op == Op::even ? n.inputs[0]->dtype : t);
   const DType xt = n.inputs[0]->dtype;
   auto one = [&](const char* op) { return node(op, {x}); };
-  // Of a bool, these are the value itself (the other ops with a bool result refuse bool).
-  if (is_bool(t) && (n.op == Op::abs || n.op == Op::square || n.op == Op::relu))
+  // Of a bool, these are the value itself (the other ops with a bool result refuse bool); an
+  // integer is its own floor, ceiling, rounding and truncation.
+  const bool rounding =
+      n.op == Op::floor || n.op == Op::ceil || n.op == Op::round || n.op == Op::trunc;
+  if ((is_bool(t) && (n.op == Op::abs || n.op == Op::square || n.op == Op::relu)) ||
+      (rounding && !is_float(t)))
     return one("Identity");
   switch (n.op) {
     case Op::neg: return one("Neg");
@@ -273,6 +277,11 @@ std::string Exporter::emit_unary(const Node& n) {
                                OnnxType::i32),
                   DType::i32, t);
     case Op::convert: return cast(name_of(*n.inputs[0]), xt, t);
+    case Op::floor: return one("Floor");
+    case Op::ceil: return one("Ceil");
+    case Op::round: return one("Round");  // halves to even, as kiln's
+    case Op::trunc:  // toward zero: the floor of |x| with x's sign
+      return node("Mul", {one("Sign"), node("Floor", {node("Abs", {x})})});
     case Op::sqrt: return one("Sqrt");
     case Op::exp: return one("Exp");
     case Op::expm1: return node("Sub", {one("Exp"), scalar(t, 1)});

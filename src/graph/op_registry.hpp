@@ -123,6 +123,10 @@ enum class Gradient : std::uint8_t {
         "({0} < 0 ? 0 : {0})")                                                                  \
   UNARY(sign, real, to_i32, zero, FSIGN, x >= 0 ? T{1} : T{-1}, x >= 0 ? T{1} : T{-1}, scalar,   \
         "({0} >= 0 ? 1 : -1)")                                                                  \
+  UNARY(floor, real, same, zero, FOTHER, std::floor(x), x, plain, "kiln_floor({0})")            \
+  UNARY(ceil, real, same, zero, FOTHER, std::ceil(x), x, plain, "kiln_ceil({0})")                \
+  UNARY(round, real, same, zero, FOTHER, std::nearbyint(x), x, plain, "kiln_round({0})")         \
+  UNARY(trunc, real, same, zero, FOTHER, std::trunc(x), x, plain, "kiln_trunc({0})")            \
   UNARY(even, integer, to_i32, zero, FEVEN, KILN_NOT_FOR_FLOATS, x % 2 == 0 ? T{1} : T{0},      \
         scalar, "({0} % 2 == 0)")                                                               \
   UNARY(convert, any, given, rule, FCONVERSION, x, x, scalar, "({0})")                          \
@@ -181,6 +185,12 @@ enum class Gradient : std::uint8_t {
          "kiln_pow({0}, {1})")                                                                  \
   BINARY(complex, floating, to_complex, rule, FOTHER, make_complex(a, b), KILN_NOT_FOR_INTEGERS, \
          scalar, "kiln_complex({0}, {1})")                                                      \
+  BINARY(atan2, real, float_valued, rule, FOTHER, std::atan2(a, b), KILN_NOT_FOR_INTEGERS,        \
+         scalar, "atan2({0}, {1})")                                                             \
+  BINARY(fmod, real, same, rule, FOTHER, std::fmod(a, b), integer_fmod(a, b), scalar,             \
+         "kiln_fmod({0}, {1})")                                                                 \
+  BINARY(remainder, real, same, rule, FOTHER, float_remainder(a, b), integer_remainder(a, b),     \
+         scalar, "kiln_remainder({0}, {1})")                                                    \
   BINARY(minimum, real, same, rule, FMIN, nan_min(a, b), nan_min(a, b), plain,                   \
          "kiln_min({0}, {1})")                                                                  \
   BINARY(maximum, real, same, rule, FMAX, nan_max(a, b), nan_max(a, b), plain,                   \

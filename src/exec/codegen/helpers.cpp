@@ -49,6 +49,18 @@ constexpr Helper kHelpers[] = {
      "$T kiln_div($T a, $T b) { return b == 0 ? ($T)0 : b == -1 ? ($T)(($U)0 - ($U)a) : a / b; }",
      "$T kiln_div($T a, $T b) { return a / b; }",
      "$T kiln_div($T a, $T b) { return kiln_nan2(a / b, a, b); }"},
+    {"kiln_floor", "$T kiln_floor($T x) { return x; }", "$T kiln_floor($T x) { return floor(x); }"},
+    {"kiln_ceil", "$T kiln_ceil($T x) { return x; }", "$T kiln_ceil($T x) { return ceil(x); }"},
+    {"kiln_trunc", "$T kiln_trunc($T x) { return x; }", "$T kiln_trunc($T x) { return trunc(x); }"},
+    // Halves to even, as nearbyint in the default rounding mode (libtorch's round).
+    {"kiln_round", "$T kiln_round($T x) { return x; }", "$T kiln_round($T x) { return rint(x); }"},
+    {"kiln_fmod", "$T kiln_fmod($T a, $T b) { return (b == 0 || b == -1) ? ($T)0 : a % b; }",
+     "$T kiln_fmod($T a, $T b) { return fmod(a, b); }"},
+    {"kiln_remainder",
+     "$T kiln_remainder($T a, $T b) {\n"
+     "  $T r = kiln_fmod(a, b);\n  return r != 0 && ((r < 0) != (b < 0)) ? ($T)(r + b) : r;\n}",
+     "$T kiln_remainder($T a, $T b) {\n"
+     "  $T r = fmod(a, b);\n  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;\n}"},
     {"kiln_abs", "$T kiln_abs($T x) { return x < 0 ? ($T)(($U)0 - ($U)x) : x; }",
      "$T kiln_abs($T x) { return fabs(x); }"},
     {"kiln_angle", "",

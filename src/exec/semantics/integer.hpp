@@ -43,4 +43,17 @@ template <class T> inline T integer_pow(T base, T exponent) {
   return result;
 }
 
+// C's fmod for integers: the remainder of division truncated toward zero (the dividend's sign);
+// 0 when b is 0, and when b is -1 (where a % b could overflow).
+template <class T> inline T integer_fmod(T a, T b) {
+  if (b == 0 || b == -1) return 0;
+  return static_cast<T>(a % b);
+}
+
+// Python's and libtorch's remainder: the remainder of floor division (the divisor's sign).
+template <class T> inline T integer_remainder(T a, T b) {
+  const T r = integer_fmod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? static_cast<T>(r + b) : r;
+}
+
 }  // namespace kiln::detail

@@ -43,6 +43,12 @@ template <class T> inline bool replaces(T candidate, T best, bool maximum) {
   return maximum ? candidate > best : candidate < best;
 }
 
+// Python's and libtorch's remainder of floats: fmod moved to the divisor's sign.
+template <class T> inline T float_remainder(T a, T b) {
+  const T r = std::fmod(a, b);
+  return r != T{0} && ((r < T{0}) != (b < T{0})) ? r + b : r;
+}
+
 // The NaN this host's arithmetic makes of numbers, as bits.
 inline std::uint32_t host_made_nan_f32() {
   volatile float zero = 0.f;
