@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "kiln/kiln.hpp"
 
@@ -161,6 +162,26 @@ TEST(ApiForms, Atan2AsPyTorch) {
                                   Tensor::from(std::vector<std::int32_t>{1, 1}));
   EXPECT_EQ(ints.dtype(), DType::f32);
   EXPECT_FLOAT_EQ(ints.to_vector<float>()[0], static_cast<float>(std::atan2(1.0, 1.0)));
+}
+
+TEST(ApiForms, SizesPrintLikeLibtorchAndActAsAShape) {
+  const Tensor x = kiln::zeros({2, 3, 4});
+  std::ostringstream out;
+  out << x.sizes();
+  EXPECT_EQ(out.str(), "[2, 3, 4]");  // libtorch's IntArrayRef prints so
+  std::ostringstream scalar;
+  scalar << kiln::zeros({}).sizes();
+  EXPECT_EQ(scalar.str(), "[]");
+  const kiln::Shape& shape = x.sizes();
+  EXPECT_EQ(shape, (kiln::Shape{2, 3, 4}));
+  EXPECT_EQ(x.sizes()[1], 3);
+  EXPECT_EQ(x.sizes().size(), 3u);
+  EXPECT_EQ(x.sizes().vec(), (kiln::Shape{2, 3, 4}));
+  EXPECT_TRUE(x.sizes() == kiln::zeros({2, 3, 4}).sizes());
+  std::int64_t product = 1;
+  for (std::int64_t d : x.sizes()) product *= d;
+  EXPECT_EQ(product, 24);
+  EXPECT_EQ(kiln::reshape(x, x.sizes()).shape(), shape);  // where a Shape is asked for
 }
 
 }  // namespace

@@ -17,6 +17,30 @@
 
 namespace kiln {
 
+/// A tensor's shape as Tensor::sizes() gives it (libtorch's IntArrayRef): a view of the shape that
+/// converts to `const Shape&`, indexes, iterates, compares and prints as libtorch does
+/// (`std::cout << x.sizes()` writes "[2, 3]"). Valid while the tensor it came from lives.
+class Sizes {
+ public:
+  explicit Sizes(const Shape& shape) : shape_(&shape) {}
+  operator const Shape&() const { return *shape_; }
+  Shape vec() const { return *shape_; }  ///< a copy, as libtorch's IntArrayRef::vec()
+  std::size_t size() const { return shape_->size(); }
+  bool empty() const { return shape_->empty(); }
+  std::int64_t operator[](std::size_t i) const { return (*shape_)[i]; }
+  std::int64_t front() const { return shape_->front(); }
+  std::int64_t back() const { return shape_->back(); }
+  const std::int64_t* data() const { return shape_->data(); }
+  Shape::const_iterator begin() const { return shape_->begin(); }
+  Shape::const_iterator end() const { return shape_->end(); }
+  friend bool operator==(const Sizes& a, const Sizes& b) { return *a.shape_ == *b.shape_; }
+  friend bool operator==(const Sizes& a, const Shape& b) { return *a.shape_ == b; }
+
+ private:
+  const Shape* shape_;
+};
+std::ostream& operator<<(std::ostream& out, const Sizes& sizes);
+
 namespace detail {
 struct Node;
 }
@@ -71,7 +95,7 @@ class Tensor {
 
   bool defined() const { return node_ != nullptr; }
   const Shape& shape() const;
-  const Shape& sizes() const { return shape(); }  // libtorch's name
+  Sizes sizes() const { return Sizes(shape()); }  ///< libtorch's name and type of the shape
   std::int64_t size(int axis) const;              ///< negative axes count from the end
   int dim() const { return rank(); }              // the number of dimensions, as in libtorch
   int rank() const;

@@ -59,6 +59,12 @@ void print_block(std::ostream& os, const detail::Buffer& b, const Shape& shape,
 
 }  // namespace
 
+std::ostream& operator<<(std::ostream& out, const Sizes& sizes) {
+  out << '[';
+  for (std::size_t i = 0; i < sizes.size(); ++i) out << (i == 0 ? "" : ", ") << sizes[i];
+  return out << ']';
+}
+
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(empty handle)";
   t.eval();
