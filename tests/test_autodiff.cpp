@@ -686,28 +686,44 @@ TEST(AutodiffTypes, GradientIsALazyGraphOfOrdinaryOps) {
 
 // ---- non-differentiable ops ----------------------------------------------------------------------
 
-TEST(AutodiffNonDifferentiable, PiecewiseConstantOpsGiveZero) {
+// A gradient asked through index or boolean values used as data (argmax, comparisons, a
+// conversion to integers) is refused, naming the op that cuts the path, as libtorch refuses it;
+// silent zeros would look like a result.
+TEST(AutodiffNonDifferentiable, AGradientOnlyThroughIndexOrBoolValuesIsAnError) {
   Tensor x = f64({-1.5, 0.5, 2.5, 3.0});
   x.watch();
   kiln::GradientContext ctx;
+  const auto refused = [&](const Tensor& y, const std::string& op) {
+    const kiln::Error e = kiln_test::error_of([&] { kiln::gradient(y, x); });
+    EXPECT_EQ(e.code(), kiln::ErrorCode::illegal_derive) << op << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find("only through " + op + " "), std::string::npos)
+        << e.what();
+  };
+  refused(kiln::sum(kiln::convert(kiln::sign(x), DType::f64)), "sign");
+  refused(kiln::sum(kiln::convert(kiln::greater(x, 0.0), DType::f64)), "greater");
+  refused(kiln::convert(kiln::argmax(x, 0), DType::f64), "argmax");
+  refused(kiln::convert(kiln::argmin(x), DType::f64), "argmin");
+  refused(kiln::sum(kiln::convert(kiln::convert(x, DType::i32), DType::f64)), "convert");
+  refused(kiln::sum(kiln::convert(kiln::even(kiln::convert(x, DType::i64)), DType::f64)), "even");
+  // The case: argmax of a matrix, as f32, summed.
+  Tensor w = kiln::uniform({2, 3}, 4);
+  w.watch();
+  const kiln::Error argmax_error = kiln_test::error_of(
+      [&] { kiln::gradients(kiln::argmax(w, 1).to(DType::f32).sum(), {w}); });
+  EXPECT_EQ(argmax_error.code(), kiln::ErrorCode::illegal_derive);
+  EXPECT_NE(std::string(argmax_error.what()).find("argmax i64[2]"), std::string::npos)
+      << argmax_error.what();
   const F64 zero(4, 0.0);
-  expect_values(kiln::gradient(kiln::sum(kiln::convert(kiln::sign(x), DType::f64)), x), zero);
-  expect_values(kiln::gradient(kiln::sum(kiln::convert(kiln::greater(x, 0.0), DType::f64)), x),
-                zero);
+  // A selector (where's condition, compare's choice of two constants) and a float-valued
+  // piecewise constant op pass zeros, as libtorch's floor does; so does a variable the output
+  // does not depend on at all.
   expect_values(
       kiln::gradient(kiln::sum(kiln::compare(x, f64({0, 0, 3, 3}), kiln::Comparison::less_equal,
                                              2.0, -1.0)),
                      x),
       zero);
-  expect_values(kiln::gradient(kiln::convert(kiln::argmax(x, 0), DType::f64), x), zero);
-  expect_values(kiln::gradient(kiln::convert(kiln::argmin(x), DType::f64), x), zero);
-  expect_values(kiln::gradient(kiln::sum(kiln::convert(kiln::convert(x, DType::i32), DType::f64)), x),
-                zero);
-  expect_values(
-      kiln::gradient(kiln::sum(kiln::convert(kiln::even(kiln::convert(x, DType::i64)),
-                                             DType::f64)),
-                     x),
-      zero);
+  expect_values(kiln::gradient(kiln::sum(kiln::floor(x)), x), zero);
+  expect_values(kiln::gradient(kiln::sum(f64({1, 2}) * 2.0), x), zero);
   // The value still flows where the op is combined with x itself.
   expect_values(kiln::gradient(kiln::sum(kiln::convert(kiln::sign(x), DType::f64) * x), x),
                 {-1, 1, 1, 1});

@@ -1032,6 +1032,15 @@ TEST(ExecutorDifferential, RandomGraphGradientsAgree) {
       ref = gradients(&nodes, &text);
       kiln::set_executor(kiln::cpu_executor());
       got = gradients(nullptr, nullptr);
+    } catch (const kiln::Error& e) {
+      // A leaf that reaches the root only through index or bool values used as data: refused
+      // (gradients() says which op cuts the path) before any executor runs.
+      if (e.code() == kiln::ErrorCode::illegal_derive &&
+          std::string(e.what()).find("pass no gradient") != std::string::npos)
+        continue;
+      ADD_FAILURE() << "threw: " << e.what();
+      ++failures;
+      continue;
     } catch (const std::exception& e) {
       ADD_FAILURE() << "threw: " << e.what();
       ++failures;

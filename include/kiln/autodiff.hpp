@@ -13,9 +13,11 @@
 namespace kiln {
 
 /// The gradient of sum(y) with respect to each x: one tensor per x with x's shape, f32 when y and
-/// x are f32, else f64. A variable y does not depend on is given zeros. Errors (illegal_derive):
-/// an x that is not watched, a y built outside a gradient context, an op without a derivative
-/// (map_elements without one, reduce_rows).
+/// x are f32, else f64. A variable y does not depend on at all is given zeros. Errors
+/// (illegal_derive): an x that is not watched, a y built outside a gradient context, an op
+/// without a derivative (map_elements without one, reduce_rows), and a y that depends on an x only
+/// through ops that pass no gradient (argmax, comparisons, rounding: libtorch refuses these too),
+/// naming the op that cuts the path.
 /// Ties of min/max (reductions and elementwise) share the gradient equally; abs'(0) = 0.
 std::vector<Tensor> gradients(const Tensor& y, const std::vector<Tensor>& xs);
 Tensor gradient(const Tensor& y, const Tensor& x);

@@ -65,16 +65,23 @@ Tensor unslice(const Tensor& g, const Node& n, const Shape& in_shape) {
   return extend(g, in_shape, insert_at, step);
 }
 
+// 1 where `condition` holds, else 0, of type t: a selector, so that the gradient graph (which is
+// differentiated again for second derivatives) holds no boolean value used as data, which
+// gradients() refuses to differentiate through.
+Tensor mask_of(const Tensor& condition, DType t) {
+  return where(condition, ones({}, t), zeros({}, t));
+}
+
 // minimum/maximum: the chosen operand gets g; on a tie each gets half, or (Flint's rule, for the
 // C API) the first operand all of it.
 std::vector<Tensor> choice_gradients(const Tensor& a, const Tensor& b, const Tensor& g,
                                      bool take_smaller, bool flint_ties) {
   if (flint_ties) {
-    const Tensor a_gets = convert(take_smaller ? less_equal(a, b) : greater_equal(a, b), g.dtype());
+    const Tensor a_gets = mask_of(take_smaller ? less_equal(a, b) : greater_equal(a, b), g.dtype());
     return {g * a_gets, g * (c(1, g) - a_gets)};
   }
-  const Tensor a_wins = convert(take_smaller ? less(a, b) : greater(a, b), g.dtype());
-  const Tensor tie = convert(equal(a, b), g.dtype()) * c(0.5, g);
+  const Tensor a_wins = mask_of(take_smaller ? less(a, b) : greater(a, b), g.dtype());
+  const Tensor tie = mask_of(equal(a, b), g.dtype()) * c(0.5, g);
   const Tensor b_wins = c(1, g) - a_wins - tie - tie;
   return {g * (a_wins + tie), g * (b_wins + tie)};
 }
@@ -83,7 +90,7 @@ std::vector<Tensor> choice_gradients(const Tensor& a, const Tensor& b, const Ten
 // rule, for the C API) given whole to each of them.
 Tensor extreme_gradient(const Tensor& node, const Tensor& x, const Tensor& g, const Node& n) {
   const Shape& s = x.shape();
-  const Tensor hit = convert(equal(x, spread_back(node, n, s)), g.dtype());
+  const Tensor hit = mask_of(equal(x, spread_back(node, n, s)), g.dtype());
   if (n.attrs.flint_ties) return spread_back(g, n, s) * hit;
   std::vector<int> axes(n.attrs.axes.begin(), n.attrs.axes.end());
   return spread_back(g, n, s) * hit / spread_back(sum(hit, axes), n, s);
@@ -99,7 +106,7 @@ Tensor pooled_share(const Tensor& x, const Tensor& u, const Attrs& at, const Sha
                                 window, step, dil);
   const Tensor uw = window_view("max_pool2d", pad(u, pad_lo, pad_lo, 0), window, step, dil);
   const std::vector<int> last{4, 5, 6, 7};
-  const Tensor hit = convert(equal(xw, max(xw, last, true)), u.dtype());
+  const Tensor hit = mask_of(equal(xw, max(xw, last, true)), u.dtype());
   const Tensor r = sum(hit * uw, last) / sum(hit, last);
   return r.shape() == out_shape ? r : reshape(r, out_shape);
 }
@@ -167,7 +174,7 @@ KILN_RULE(abs) {
   const Tensor x = b.in(0);
   if (is_complex(x.dtype()))  // g z / |z|, and 0 at z = 0
     return {where(equal(x, 0), zeros({}, x.dtype()), b.g * (x / b.node))};
-  return {b.g * (convert(greater(x, 0), b.g.dtype()) - convert(less(x, 0), b.g.dtype()))};
+  return {b.g * (mask_of(greater(x, 0), b.g.dtype()) - mask_of(less(x, 0), b.g.dtype()))};
 }
 // real(z) = x: g + 0i. imag(z) = y: 0 + gi. Of a real input, real is the identity, and imag
 // (always 0) passes nothing.
@@ -191,7 +198,7 @@ KILN_RULE(complex) { return {real(b.g), imag(b.g)}; }
 KILN_UNARY_RULE(square, g * x * c(2, g))
 // From the output (relu(x) > 0 exactly when x > 0): the forward pass then reads its input only
 // once, and a producer such as a bias add fuses into the relu.
-KILN_UNARY_RULE(relu, g * convert(greater(y, 0), g.dtype()))
+KILN_UNARY_RULE(relu, g * mask_of(greater(y, 0), g.dtype()))
 KILN_UNARY_RULE(sqrt, g / (y * c(2, g)))
 KILN_UNARY_RULE(exp, g * y)
 KILN_UNARY_RULE(expm1, g * (y + c(1, g)))
@@ -525,7 +532,7 @@ KILN_RULE(cumprod) {
   const Tensor reversed = flip(cumsum(flip(g * y, {axis}), axis), {axis});
   const Tensor before = reversed / where(before_zero, x, one);
   const Tensor skipped = cumprod(where(first_zero, one, x), axis);
-  const Tensor from_zero = convert(greater(seen, 0), g.dtype());
+  const Tensor from_zero = mask_of(greater(seen, 0), g.dtype());
   const Tensor at_zero = broadcast_to(sum(g * skipped * from_zero, {axis}, true), x.shape());
   const Tensor zero = zeros({}, before.dtype());
   return {where(before_zero, before, where(first_zero, at_zero, zero))};

@@ -23,6 +23,33 @@ std::string describe(const Tensor& t) {
 
 namespace {
 
+// Whether `x` is `from` or among its inputs, transitively.
+bool reaches(detail::Node* from, const detail::Node* x) {
+  std::vector<detail::Node*> stack{from};
+  std::unordered_set<detail::Node*> seen;
+  while (!stack.empty()) {
+    detail::Node* n = stack.back();
+    stack.pop_back();
+    if (n == x) return true;
+    if (!seen.insert(n).second) continue;
+    for (const auto& in : n->inputs) stack.push_back(in.get());
+  }
+  return false;
+}
+
+// y depends on x, but only through an op that passes no gradient (argmax, a comparison, a
+// rounding to integers) whose result is then used as data: libtorch refuses such a request too,
+// rather than give zeros that look like a result.
+[[noreturn]] void no_differentiable_path(const Tensor& y, const Tensor& x,
+                                         const detail::Node& cutter) {
+  detail::fail(ErrorCode::illegal_derive, "gradients",
+               "the output " + describe(y) + " depends on the variable " + describe(x) +
+                   " only through " + std::string(cutter.info().name) + " " +
+                   dtype_name(cutter.dtype) + shape_to_string(cutter.shape) +
+                   ", whose index or boolean values pass no gradient; a variable the output does "
+                   "not depend on at all gets zeros");
+}
+
 // The backward graph, unevaluated.
 std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& xs) {
   detail::node_of(y, "gradients");
@@ -63,6 +90,8 @@ std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& 
                                                                                 : DType::f64;
   std::unordered_map<detail::Node*, Tensor> grad;
   if (leads.count(y.node().get())) grad[y.node().get()] = ones(y.shape(), seed_type);
+  // Where a path to a variable was cut: the input, and the node whose op passes it no gradient.
+  std::vector<std::pair<detail::Node*, detail::Node*>> cuts;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     detail::Node* n = it->node().get();
     auto g = grad.find(n);
@@ -70,7 +99,14 @@ std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& 
     const std::vector<Tensor> parts = detail::input_gradients(*it, g->second);
     for (std::size_t i = 0; i < parts.size(); ++i) {
       detail::Node* in = n->inputs[i].get();
-      if (!parts[i].defined() || !leads.count(in)) continue;
+      if (!leads.count(in)) continue;
+      // A gradient that reached an index- or bool-valued node (argmax, a comparison, a rounding
+      // to integers) used as data goes no further: the path is cut. Float-valued piecewise
+      // constant ops (floor) and selectors (where's condition) pass zeros, as libtorch's do.
+      if (!parts[i].defined()) {
+        if (!is_inexact(n->dtype)) cuts.emplace_back(in, n);
+        continue;
+      }
       // A real value's gradient is real: the real part of a complex one (the imaginary part
       // is the derivative along a direction the value cannot move in).
       const Tensor real_part = is_complex(parts[i].dtype()) && !is_complex(in->dtype)
@@ -95,6 +131,8 @@ std::vector<Tensor> build_gradients(const Tensor& y, const std::vector<Tensor>& 
     const DType type = is_complex(x.dtype()) ? complex_type(real) : real;
     auto g = grad.find(x.node().get());
     if (g == grad.end()) {
+      for (const auto& [input, cutter] : cuts)
+        if (reaches(input, x.node().get())) no_differentiable_path(y, x, *cutter);
       out.push_back(zeros(x.shape(), type));
     } else {
       out.push_back(g->second.dtype() == type ? g->second : convert(g->second, type));
