@@ -236,7 +236,7 @@ TEST(ExecutorRegistry, NamesEveryExecutorOnceReferenceFirst) {
     return kiln::Error(kiln::ErrorCode::none, "");
   }();
   EXPECT_EQ(unknown.code(), kiln::ErrorCode::invalid_select);
-  EXPECT_NE(std::string(unknown.what()).find("reference, cpu, opencl"), std::string::npos)
+  EXPECT_NE(std::string(unknown.what()).find("reference, cpu, opencl, cuda"), std::string::npos)
       << unknown.what();
 }
 

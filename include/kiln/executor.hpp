@@ -54,6 +54,11 @@ std::shared_ptr<Executor> cpu_executor();
 /// name; default: the first GPU, else the first device). Throws kiln::Error(device_error) when
 /// kiln was built without OpenCL or no device is present.
 std::shared_ptr<Executor> opencl_executor();
+/// Generated CUDA C kernels, compiled by NVRTC, on a CUDA device (KILN_CUDA_DEVICE picks one by
+/// index; default: device 0). NVIDIA's driver and NVRTC are loaded when this is first called, so
+/// kiln runs without them. Throws kiln::Error(device_error) when kiln was built without CUDA, or
+/// the driver, NVRTC or a device is missing, saying which.
+std::shared_ptr<Executor> cuda_executor();
 /// The OpenCL devices present, one line each: "platform:index name (type), OpenCL version" (the
 /// "platform:index" form is what KILN_OPENCL_DEVICE accepts besides a part of the name). Empty
 /// when kiln was built without OpenCL or no platform is installed.

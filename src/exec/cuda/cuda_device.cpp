@@ -1,0 +1,347 @@
+#include "exec/cuda/cuda_device.hpp"
+
+#include <dlfcn.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "kiln/error.hpp"
+
+namespace kiln::detail::cuda {
+
+// The entry points kiln uses, resolved from the loaded libraries (the _v2 names are what cuda.h's
+// macros name).
+struct DriverApi {
+  decltype(&::cuInit) init;
+  decltype(&::cuDriverGetVersion) driver_version;
+  decltype(&::cuDeviceGetCount) device_count;
+  decltype(&::cuDeviceGet) device_get;
+  decltype(&::cuDeviceGetName) device_name;
+  decltype(&::cuDeviceGetAttribute) device_attribute;
+  decltype(&::cuDeviceTotalMem) total_memory;
+  decltype(&::cuDevicePrimaryCtxRetain) retain_context;
+  decltype(&::cuDevicePrimaryCtxRelease) release_context;
+  decltype(&::cuCtxSetCurrent) set_current;
+  decltype(&::cuStreamCreate) stream_create;
+  decltype(&::cuStreamDestroy) stream_destroy;
+  decltype(&::cuStreamSynchronize) stream_synchronize;
+  decltype(&::cuMemAlloc) alloc;
+  decltype(&::cuMemFree) free;
+  decltype(&::cuMemcpyHtoDAsync) upload;
+  decltype(&::cuMemcpyDtoHAsync) download;
+  decltype(&::cuModuleLoadData) module_load;
+  decltype(&::cuModuleUnload) module_unload;
+  decltype(&::cuModuleGetFunction) module_function;
+  decltype(&::cuLaunchKernel) launch;
+  decltype(&::cuGetErrorName) error_name;
+  decltype(&::nvrtcCreateProgram) nvrtc_create;
+  decltype(&::nvrtcCompileProgram) nvrtc_compile;
+  decltype(&::nvrtcGetProgramLogSize) nvrtc_log_size;
+  decltype(&::nvrtcGetProgramLog) nvrtc_log;
+  decltype(&::nvrtcGetCUBINSize) nvrtc_cubin_size;
+  decltype(&::nvrtcGetCUBIN) nvrtc_cubin;
+  decltype(&::nvrtcDestroyProgram) nvrtc_destroy;
+  decltype(&::nvrtcVersion) nvrtc_version;
+};
+
+namespace {
+
+[[noreturn]] void missing(const std::string& what) {
+  throw Error(ErrorCode::device_error, "CUDA: " + what);
+}
+
+template <class F> void resolve(void* library, const char* symbol, F& into) {
+  into = reinterpret_cast<F>(dlsym(library, symbol));
+  if (into == nullptr) missing(std::string("the loaded library has no ") + symbol);
+}
+
+// Loaded once per process; an error (no driver) is kept and given again.
+const DriverApi& driver_api() {
+  static const DriverApi api = [] {
+    void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (cuda == nullptr)
+      missing("NVIDIA's driver (libcuda.so.1) is not installed here, so no CUDA device was found");
+    void* nvrtc = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (nvrtc == nullptr) nvrtc = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
+    if (nvrtc == nullptr)
+      missing("NVRTC (libnvrtc.so.13, from the CUDA toolkit) is not installed here; kiln compiles "
+              "its CUDA kernels with it");
+    DriverApi a{};
+    resolve(cuda, "cuInit", a.init);
+    resolve(cuda, "cuDriverGetVersion", a.driver_version);
+    resolve(cuda, "cuDeviceGetCount", a.device_count);
+    resolve(cuda, "cuDeviceGet", a.device_get);
+    resolve(cuda, "cuDeviceGetName", a.device_name);
+    resolve(cuda, "cuDeviceGetAttribute", a.device_attribute);
+    resolve(cuda, "cuDeviceTotalMem_v2", a.total_memory);
+    resolve(cuda, "cuDevicePrimaryCtxRetain", a.retain_context);
+    resolve(cuda, "cuDevicePrimaryCtxRelease_v2", a.release_context);
+    resolve(cuda, "cuCtxSetCurrent", a.set_current);
+    resolve(cuda, "cuStreamCreate", a.stream_create);
+    resolve(cuda, "cuStreamDestroy_v2", a.stream_destroy);
+    resolve(cuda, "cuStreamSynchronize", a.stream_synchronize);
+    resolve(cuda, "cuMemAlloc_v2", a.alloc);
+    resolve(cuda, "cuMemFree_v2", a.free);
+    resolve(cuda, "cuMemcpyHtoDAsync_v2", a.upload);
+    resolve(cuda, "cuMemcpyDtoHAsync_v2", a.download);
+    resolve(cuda, "cuModuleLoadData", a.module_load);
+    resolve(cuda, "cuModuleUnload", a.module_unload);
+    resolve(cuda, "cuModuleGetFunction", a.module_function);
+    resolve(cuda, "cuLaunchKernel", a.launch);
+    resolve(cuda, "cuGetErrorName", a.error_name);
+    resolve(nvrtc, "nvrtcCreateProgram", a.nvrtc_create);
+    resolve(nvrtc, "nvrtcCompileProgram", a.nvrtc_compile);
+    resolve(nvrtc, "nvrtcGetProgramLogSize", a.nvrtc_log_size);
+    resolve(nvrtc, "nvrtcGetProgramLog", a.nvrtc_log);
+    resolve(nvrtc, "nvrtcGetCUBINSize", a.nvrtc_cubin_size);
+    resolve(nvrtc, "nvrtcGetCUBIN", a.nvrtc_cubin);
+    resolve(nvrtc, "nvrtcDestroyProgram", a.nvrtc_destroy);
+    resolve(nvrtc, "nvrtcVersion", a.nvrtc_version);
+    return a;
+  }();
+  return api;
+}
+
+constexpr std::size_t kMostPooledBytes = std::size_t{1} << 30;
+
+// A module and its functions, unloaded with it.
+class CudaProgram final : public device::DeviceProgram {
+ public:
+  CudaProgram(const DriverApi& api, CUmodule module, std::vector<unsigned char> cubin)
+      : api_(api), module_(module), cubin_(std::move(cubin)) {}
+  ~CudaProgram() override { api_.module_unload(module_); }
+  CudaProgram(const CudaProgram&) = delete;
+  CudaProgram& operator=(const CudaProgram&) = delete;
+
+  void* entry(const std::string& name) override {
+    auto found = functions_.find(name);
+    if (found != functions_.end()) return found->second;
+    CUfunction f = nullptr;
+    if (api_.module_function(&f, module_, name.c_str()) != CUDA_SUCCESS)
+      throw Error(ErrorCode::internal_error, "CUDA: kiln's kernel has no entry point " + name);
+    return functions_.emplace(name, f).first->second;
+  }
+  std::vector<unsigned char> binary() const override { return cubin_; }
+
+ private:
+  const DriverApi& api_;
+  CUmodule module_;
+  std::vector<unsigned char> cubin_;
+  std::map<std::string, CUfunction> functions_;
+};
+
+}  // namespace
+
+std::shared_ptr<CudaDevice> CudaDevice::open() {
+  const DriverApi& api = driver_api();
+  if (api.init(0) != CUDA_SUCCESS) missing("the driver is installed but cuInit failed");
+  int count = 0;
+  if (api.device_count(&count) != CUDA_SUCCESS || count == 0) missing("no CUDA device was found");
+  int index = 0;
+  if (const char* want = std::getenv("KILN_CUDA_DEVICE"); want != nullptr && *want != '\0') {
+    index = std::atoi(want);
+    if (index < 0 || index >= count)
+      missing("KILN_CUDA_DEVICE=" + std::string(want) + " names no device (" +
+              std::to_string(count) + " present)");
+  }
+  std::shared_ptr<CudaDevice> d(new CudaDevice());
+  d->api_ = &api;
+  d->checked(api.device_get(&d->device_, index), "cuDeviceGet");
+  char name[256] = {};
+  d->checked(api.device_name(name, sizeof name, d->device_), "cuDeviceGetName");
+  d->name_ = name;
+  int major = 0, minor = 0, version = 0, nvrtc_major = 0, nvrtc_minor = 0, threads = 0;
+  api.device_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->device_);
+  api.device_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->device_);
+  api.device_attribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, d->device_);
+  api.driver_version(&version);
+  api.nvrtc_version(&nvrtc_major, &nvrtc_minor);
+  d->architecture_ = "sm_" + std::to_string(major * 10 + minor);
+  // The cubin depends on the architecture and NVRTC's version: both are part of the cache key.
+  d->driver_ = "driver " + std::to_string(version) + ", NVRTC " + std::to_string(nvrtc_major) +
+               "." + std::to_string(nvrtc_minor) + ", " + d->architecture_;
+  d->options_ = std::string(kCudaC.compile_options) + " --gpu-architecture=" + d->architecture_;
+  d->traits_.fp64 = true;
+  d->traits_.max_group = static_cast<std::size_t>(std::max(threads, 1));
+  api.total_memory(&d->total_memory_, d->device_);
+  d->checked(api.retain_context(&d->context_, d->device_), "cuDevicePrimaryCtxRetain");
+  d->checked(api.set_current(d->context_), "cuCtxSetCurrent");
+  d->checked(api.stream_create(&d->stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  return d;
+}
+
+CudaDevice::~CudaDevice() {
+  if (api_ == nullptr) return;
+  if (stream_ != nullptr) api_->stream_synchronize(stream_);
+  release_pool();
+  if (stream_ != nullptr) api_->stream_destroy(stream_);
+  if (context_ != nullptr) api_->release_context(device_);
+}
+
+void CudaDevice::usable() const {
+  if (lost())
+    throw Error(ErrorCode::device_error,
+                "CUDA: the device " + name_ +
+                    " is lost: values that lived only on it are gone; host copies stay readable "
+                    "and other executors still work");
+}
+
+void CudaDevice::checked(CUresult status, const char* call) {
+  if (status == CUDA_SUCCESS) return;
+  const char* what = nullptr;
+  if (api_ != nullptr) api_->error_name(status, &what);
+  const std::string message = std::string("CUDA: ") + call + " failed: " +
+                              (what != nullptr ? what : "an error") + " (" +
+                              std::to_string(static_cast<int>(status)) + ")";
+  if (status == CUDA_ERROR_OUT_OF_MEMORY) throw Error(ErrorCode::out_of_memory, message);
+  if (status == CUDA_ERROR_DEVICE_UNAVAILABLE || status == CUDA_ERROR_ILLEGAL_ADDRESS ||
+      status == CUDA_ERROR_LAUNCH_FAILED)
+    lost_.store(true, std::memory_order_release);
+  throw Error(ErrorCode::device_error, message);
+}
+
+CudaMemory::~CudaMemory() { device_->give_back(ptr_, bytes_); }
+const Device& CudaMemory::device() const { return *device_; }
+void CudaMemory::download(void* to, std::size_t bytes) const { device_->download(*this, to, bytes); }
+
+std::size_t CudaDevice::bytes_of(DType dtype, std::int64_t numel) const {
+  const std::uint64_t most = total_memory_ / size_of(dtype);
+  if (numel < 0 || static_cast<std::uint64_t>(numel) > most)
+    throw Error(ErrorCode::out_of_memory, "CUDA: " + std::to_string(numel) + " " +
+                                              dtype_name(dtype) + " values exceed the memory of " +
+                                              name_ + " (" + std::to_string(total_memory_) +
+                                              " bytes)");
+  return static_cast<std::size_t>(numel) * size_of(dtype);
+}
+
+std::shared_ptr<device::DeviceBuffer> CudaDevice::allocate(std::size_t bytes) {
+  usable();
+  const std::size_t size = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
+  {
+    std::lock_guard lock(pool_mutex_);
+    auto it = pool_.find(size);
+    if (it != pool_.end()) {
+      const CUdeviceptr ptr = it->second;
+      pool_.erase(it);
+      pooled_bytes_ -= size;
+      return std::make_shared<CudaMemory>(shared_from_this(), ptr, size);
+    }
+  }
+  CUdeviceptr ptr = 0;
+  CUresult status = api_->alloc(&ptr, size);
+  if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+    release_pool();  // what the pool keeps may be what is missing
+    status = api_->alloc(&ptr, size);
+  }
+  checked(status, ("cuMemAlloc of " + std::to_string(size) + " bytes on " + name_).c_str());
+  return std::make_shared<CudaMemory>(shared_from_this(), ptr, size);
+}
+
+void CudaDevice::give_back(CUdeviceptr ptr, std::size_t bytes) {
+  {
+    std::lock_guard lock(pool_mutex_);
+    if (pooled_bytes_ + bytes <= kMostPooledBytes) {
+      pool_.emplace(bytes, ptr);
+      pooled_bytes_ += bytes;
+      return;
+    }
+  }
+  api_->free(ptr);
+}
+
+void CudaDevice::release_pool() {
+  std::lock_guard lock(pool_mutex_);
+  if (stream_ != nullptr) api_->stream_synchronize(stream_);  // no kernel still uses them
+  for (auto& [size, ptr] : pool_) api_->free(ptr);
+  pool_.clear();
+  pooled_bytes_ = 0;
+}
+
+void CudaDevice::upload(const device::DeviceBuffer& to, const void* from, std::size_t bytes) {
+  usable();
+  if (bytes == 0) return;
+  // From pageable host memory the copy is staged by the driver; waiting keeps `from` valid.
+  checked(api_->upload(static_cast<const CudaMemory&>(to).handle(), from, bytes, stream_),
+          "cuMemcpyHtoDAsync");
+  checked(api_->stream_synchronize(stream_), "cuStreamSynchronize");
+}
+
+void CudaDevice::download(const device::DeviceBuffer& from, void* to, std::size_t bytes) {
+  usable();
+  if (bytes == 0) return;
+  checked(api_->download(to, static_cast<const CudaMemory&>(from).handle(), bytes, stream_),
+          "cuMemcpyDtoHAsync");
+  checked(api_->stream_synchronize(stream_), "cuStreamSynchronize");
+}
+
+void CudaDevice::finish() {
+  usable();
+  checked(api_->stream_synchronize(stream_), "cuStreamSynchronize");
+}
+
+std::unique_ptr<device::DeviceProgram> CudaDevice::load(const std::vector<unsigned char>& binary) {
+  usable();
+  CUmodule module = nullptr;
+  if (api_->module_load(&module, binary.data()) != CUDA_SUCCESS) return nullptr;
+  return std::make_unique<CudaProgram>(*api_, module, binary);
+}
+
+std::unique_ptr<device::DeviceProgram> CudaDevice::compile(const std::string& source) {
+  usable();
+  nvrtcProgram program = nullptr;
+  if (api_->nvrtc_create(&program, source.c_str(), "kiln.cu", 0, nullptr, nullptr) !=
+      NVRTC_SUCCESS)
+    throw Error(ErrorCode::out_of_memory, "CUDA: NVRTC could not create a program");
+  std::vector<std::string> words;
+  for (std::size_t at = 0; at < options_.size();) {
+    const std::size_t end = std::min(options_.find(' ', at), options_.size());
+    if (end > at) words.push_back(options_.substr(at, end - at));
+    at = end + 1;
+  }
+  std::vector<const char*> options;
+  for (const std::string& w : words) options.push_back(w.c_str());
+  const nvrtcResult status =
+      api_->nvrtc_compile(program, static_cast<int>(options.size()), options.data());
+  if (status != NVRTC_SUCCESS) {
+    std::size_t size = 0;
+    api_->nvrtc_log_size(program, &size);
+    std::string log(size, '\0');
+    api_->nvrtc_log(program, log.data());
+    api_->nvrtc_destroy(&program);
+    throw Error(ErrorCode::internal_error, "CUDA: kiln's kernel did not compile for " + name_ +
+                                               ": " + log + "\n--- source ---\n" + source);
+  }
+  std::size_t size = 0;
+  api_->nvrtc_cubin_size(program, &size);
+  std::vector<unsigned char> cubin(size);
+  api_->nvrtc_cubin(program, reinterpret_cast<char*>(cubin.data()));
+  api_->nvrtc_destroy(&program);
+  CUmodule module = nullptr;
+  checked(api_->module_load(&module, cubin.data()), "cuModuleLoadData");
+  return std::make_unique<CudaProgram>(*api_, module, std::move(cubin));
+}
+
+void CudaDevice::launch(void* entry, std::span<const device::KernelArgument> arguments,
+                        std::size_t global, std::size_t local) {
+  usable();
+  // Each parameter's value where cuLaunchKernel reads it from: device pointers and u64 values.
+  std::vector<std::uint64_t> values(arguments.size());
+  std::vector<void*> parameters(arguments.size());
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    values[i] = arguments[i].buffer != nullptr
+                    ? static_cast<std::uint64_t>(
+                          static_cast<const CudaMemory*>(arguments[i].buffer)->handle())
+                    : arguments[i].value;
+    parameters[i] = &values[i];
+  }
+  const std::size_t block = local != 0 ? local : std::min<std::size_t>(256, traits_.max_group);
+  const std::size_t grid = (global + block - 1) / block;
+  checked(api_->launch(static_cast<CUfunction>(entry), static_cast<unsigned>(grid), 1, 1,
+                       static_cast<unsigned>(block), 1, 1, 0, stream_, parameters.data(),
+                       nullptr),
+          "cuLaunchKernel");
+}
+
+}  // namespace kiln::detail::cuda

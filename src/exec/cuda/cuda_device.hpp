@@ -1,0 +1,95 @@
+// One CUDA device as kiln uses it, the CUDA instance of the device interface
+// (exec/device/device_api.hpp): the device's primary context and one stream, a caching allocator
+// of device memory, uploads and downloads, CUDA C compiled by NVRTC to a cubin for the device's
+// architecture, launches. NVIDIA's driver (libcuda.so.1) and NVRTC are loaded when the executor is
+// first asked for, not linked: libkiln loads on machines without them, and the executor then says
+// which is missing. Only the CUDA backend's files include this header.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exec/device/device_api.hpp"
+
+namespace kiln::detail::cuda {
+
+struct DriverApi;  // the driver's and NVRTC's entry points (cuda_device.cpp)
+
+class CudaDevice;
+
+// Device memory from the device's pool; back to the pool when the last holder lets go.
+class CudaMemory final : public device::DeviceBuffer {
+ public:
+  CudaMemory(std::shared_ptr<CudaDevice> device, CUdeviceptr ptr, std::size_t bytes)
+      : device_(std::move(device)), ptr_(ptr), bytes_(bytes) {}
+  ~CudaMemory() override;
+  const Device& device() const override;
+  void download(void* to, std::size_t bytes) const override;
+  CUdeviceptr handle() const { return ptr_; }
+  void* native_handle() const override { return reinterpret_cast<void*>(ptr_); }
+  std::size_t bytes() const override { return bytes_; }
+
+ private:
+  std::shared_ptr<CudaDevice> device_;
+  CUdeviceptr ptr_;
+  std::size_t bytes_;
+};
+
+class CudaDevice final : public device::DeviceApi,
+                         public std::enable_shared_from_this<CudaDevice> {
+ public:
+  // Device KILN_CUDA_DEVICE (an index), else device 0. Throws device_error when the driver or
+  // NVRTC cannot be loaded or there is no CUDA device.
+  static std::shared_ptr<CudaDevice> open();
+  ~CudaDevice() override;
+
+  std::string_view api() const override { return "cuda"; }
+  const std::string& name() const override { return name_; }
+  const std::string& driver() const override { return driver_; }
+  const DeviceTraits& traits() const override { return traits_; }
+  const Dialect& dialect() const override { return kCudaC; }
+  const std::string& compile_options() const override { return options_; }
+
+  std::size_t bytes_of(DType dtype, std::int64_t numel) const override;
+  std::shared_ptr<device::DeviceBuffer> allocate(std::size_t bytes) override;
+  void upload(const device::DeviceBuffer& to, const void* from, std::size_t bytes) override;
+  void download(const device::DeviceBuffer& from, void* to, std::size_t bytes) override;
+  std::unique_ptr<device::DeviceProgram> compile(const std::string& source) override;
+  std::unique_ptr<device::DeviceProgram> load(const std::vector<unsigned char>& binary) override;
+  void launch(void* entry, std::span<const device::KernelArgument> arguments, std::size_t global,
+              std::size_t local) override;
+  void finish() override;
+  bool lost() const override { return lost_.load(std::memory_order_acquire); }
+  void usable() const override;
+
+ private:
+  friend class CudaMemory;
+  CudaDevice() = default;
+  void checked(CUresult status, const char* call);  // throws, noting a lost device first
+  void give_back(CUdeviceptr ptr, std::size_t bytes);
+  void release_pool();
+
+  const DriverApi* api_ = nullptr;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  std::atomic<bool> lost_{false};
+  std::string name_, driver_, options_, architecture_;
+  DeviceTraits traits_;
+  std::size_t total_memory_ = 0;
+
+  std::mutex pool_mutex_;
+  std::multimap<std::size_t, CUdeviceptr> pool_;
+  std::size_t pooled_bytes_ = 0;
+};
+
+}  // namespace kiln::detail::cuda
