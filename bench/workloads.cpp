@@ -42,7 +42,7 @@ std::vector<Workload> all_workloads() {
   w.push_back(memory_bound("sum [4096,4096] axis 1", Kind::sum_axis1, {big},
                            (count(big) + 4096) * kF32));
   w.push_back(memory_bound("sum [4096,4096] all", Kind::sum_all, {big}, count(big) * kF32));
-  for (std::int64_t n : {256, 512, 1024, 2048}) {
+  for (std::int64_t n : {256, 512, 1024, 2048, 4096}) {
     const std::string s = std::to_string(n);
     const double d = static_cast<double>(n);
     w.push_back(

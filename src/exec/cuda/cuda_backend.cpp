@@ -1,15 +1,20 @@
 // The CUDA backend: the generated-kernel backend (exec/device/) on a CUDA device, its kernels
 // rendered in CUDA C (which spells out the NaN rule) and compiled by NVRTC for the device's
-// architecture. Matrix products, convolutions and Fourier transforms through NVIDIA's libraries
-// (cuBLASLt, cuDNN, cuFFT) are still to come: for now the generated kernels compute them, and
-// complex values go to the host.
+// architecture, with matrix products through cuBLAS. Kernels that run the user's C++ callables,
+// and complex values other than products, go to the runtime's host fallback, which KILN_DEBUG
+// names and kiln::executor_report() lists.
+#include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <variant>
 
+#include "exec/cuda/cublas_matmul.hpp"
 #include "exec/cuda/cuda_device.hpp"
 #include "exec/device/generated_backend.hpp"
+#include "exec/matrix_layout.hpp"
 #include "exec/runtime.hpp"
+#include "graph/node.hpp"
 #include "kiln/error.hpp"
 #include "kiln/executor.hpp"
 
@@ -18,9 +23,16 @@ namespace kiln {
 namespace detail::cuda {
 namespace {
 
+// Whether the variable `name` is set to `value` (unset counts as "").
+bool env_is(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return std::string_view(v ? v : "") == value;
+}
+
 class CudaBackend final : public device::GeneratedBackend {
  public:
-  explicit CudaBackend(std::shared_ptr<CudaDevice> device) : GeneratedBackend(std::move(device)) {}
+  explicit CudaBackend(std::shared_ptr<CudaDevice> device)
+      : GeneratedBackend(device), device_(device), blas_(std::move(device)) {}
 
   std::string_view name() const override { return "cuda"; }
 
@@ -29,8 +41,53 @@ class CudaBackend final : public device::GeneratedBackend {
     p.host_callables = false;  // a C++ callable cannot run on the device
     p.max_ops = 256;
     p.narrow_types = true;
+    p.complex_single_kernels = true;  // cuBLAS's complex products; the host does the rest
     return p;
   }
+
+ protected:
+  bool library_supports(const Kernel& k, std::string& reason) const override {
+    if (k.kind == Kernel::Kind::matmul && use_blas_ && CublasMatmul::takes(*k.root)) return true;
+    reason = touches_complex_types(*k.root)
+                 ? "complex values: only matrix products run on the device (cuBLAS)"
+                 : "cuBLAS does not take it";
+    return false;
+  }
+
+  // A product cuBLAS takes runs there; false leaves it to the generated kernel.
+  bool library_kernel(const KernelRun& r) override {
+    const Kernel& k = r.kernel;
+    if (k.kind != Kernel::Kind::matmul || !use_blas_) return false;
+    const Node& root = *k.root;
+    if (!CublasMatmul::takes(root)) return false;
+    auto la = library_layout(k.inputs[0], root.inputs[0]->shape, root.dtype);
+    auto lb = library_layout(k.inputs[1], root.inputs[1]->shape, root.dtype);
+    if (!la || !lb) return false;
+    const auto a = on_device(*k.inputs[0].node->result);
+    const auto b = on_device(*k.inputs[1].node->result);
+    Output out = output(r, 0, root);
+    std::string why;
+    if (!blas_.run(root, {memory_of(*a), std::move(*la)}, {memory_of(*b), std::move(*lb)},
+                   memory_of(*out.memory), why)) {
+      if (debug_)
+        std::cerr << "[kiln] cuda: matmul " << shape_to_string(root.shape) << ": " << why
+                  << "; the generated kernel computes it\n";
+      return false;
+    }
+    publish(*k.root, std::move(out));
+    return true;
+  }
+
+ private:
+  static CUdeviceptr memory_of(const device::DeviceBuffer& b) {
+    return static_cast<const CudaMemory&>(b).handle();
+  }
+
+  std::shared_ptr<CudaDevice> device_;
+  CublasMatmul blas_;
+  // KILN_CUDA_BLAS=0 computes products with the generated kernel (to compare them).
+  const bool use_blas_ = !env_is("KILN_CUDA_BLAS", "0");
+  const bool debug_ = !env_is("KILN_DEBUG", "") && !env_is("KILN_DEBUG", "0");
 };
 
 }  // namespace

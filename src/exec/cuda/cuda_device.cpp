@@ -180,7 +180,17 @@ CudaDevice::~CudaDevice() {
   if (context_ != nullptr) api_->release_context(device_);
 }
 
+void CudaDevice::bind() const {
+  // The driver's current context is per thread; kiln may be called from any thread.
+  thread_local CUcontext bound = nullptr;
+  if (bound != context_ && context_ != nullptr) {
+    api_->set_current(context_);
+    bound = context_;
+  }
+}
+
 void CudaDevice::usable() const {
+  bind();
   if (lost())
     throw Error(ErrorCode::device_error,
                 "CUDA: the device " + name_ +
@@ -240,6 +250,7 @@ std::shared_ptr<device::DeviceBuffer> CudaDevice::allocate(std::size_t bytes) {
 }
 
 void CudaDevice::give_back(CUdeviceptr ptr, std::size_t bytes) {
+  bind();
   {
     std::lock_guard lock(pool_mutex_);
     if (pooled_bytes_ + bytes <= kMostPooledBytes) {
@@ -252,6 +263,7 @@ void CudaDevice::give_back(CUdeviceptr ptr, std::size_t bytes) {
 }
 
 void CudaDevice::release_pool() {
+  bind();
   std::lock_guard lock(pool_mutex_);
   if (stream_ != nullptr) api_->stream_synchronize(stream_);  // no kernel still uses them
   for (auto& [size, ptr] : pool_) api_->free(ptr);
@@ -262,10 +274,10 @@ void CudaDevice::release_pool() {
 void CudaDevice::upload(const device::DeviceBuffer& to, const void* from, std::size_t bytes) {
   usable();
   if (bytes == 0) return;
-  // From pageable host memory the copy is staged by the driver; waiting keeps `from` valid.
+  // From pageable host memory the driver copies `from` to its staging memory before returning,
+  // so the caller may reuse it at once; the transfer itself stays ordered on the stream.
   checked(api_->upload(static_cast<const CudaMemory&>(to).handle(), from, bytes, stream_),
           "cuMemcpyHtoDAsync");
-  checked(api_->stream_synchronize(stream_), "cuStreamSynchronize");
 }
 
 void CudaDevice::download(const device::DeviceBuffer& from, void* to, std::size_t bytes) {

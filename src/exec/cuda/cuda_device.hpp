@@ -70,6 +70,8 @@ class CudaDevice final : public device::DeviceApi,
   void finish() override;
   bool lost() const override { return lost_.load(std::memory_order_acquire); }
   void usable() const override;
+  void bind() const;  // makes the device's context current on the calling thread
+  CUstream stream() const { return stream_; }
 
  private:
   friend class CudaMemory;

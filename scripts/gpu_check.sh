@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs on a machine with an NVIDIA GPU and kiln's bundle (scripts/gpu_bundle.sh): the CUDA
+# backend's own tests, benchmarks of kiln's CUDA and OpenCL executors next to PyTorch on CUDA
+# (bench/torch_gpu_peer.py), and the GoogleTest suite under KILN_EXECUTOR=cuda in parallel shards.
+#   scripts/gpu_check.sh BUNDLE.tar.xz OUT_DIR [phase...]
+# Phases (default: all, in this order): probe bench torch suite csuite opencl. Logs go to OUT_DIR,
+# with summary.txt gathering the verdicts. Time limits: KILN_GPU_SUITE_S (default 240 s a shard).
+set -uo pipefail
+bundle=$(realpath "${1:?usage: gpu_check.sh BUNDLE OUT_DIR [phase...]}")
+out=$(realpath -m "${2:?usage: gpu_check.sh BUNDLE OUT_DIR [phase...]}")
+shift 2
+phases=${*:-probe bench torch suite csuite opencl}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+summary=$out/summary.txt
+note() { echo "$*" | tee -a "$summary"; }
+
+k=/tmp/kiln-gpu
+mkdir -p $k && tar xJf "$bundle" -C $k
+# NVIDIA's libraries: the toolkit's, and those of the PyTorch wheels (site-packages/nvidia/*/lib).
+nv=$(python3 -c 'import os, nvidia; p = nvidia.__path__[0]; print(":".join(os.path.join(p, d, "lib") for d in sorted(os.listdir(p)) if os.path.isdir(os.path.join(p, d, "lib"))))' 2>/dev/null)
+export LD_LIBRARY_PATH=$k/lib${nv:+:$nv}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+source_dir=$(cat $k/source_dir)
+mkdir -p "$source_dir/tests" && { [ -e "$source_dir/tests/data" ] || cp -r $k/tests_data "$source_dir/tests/data"; }
+# Fashion-MNIST (a subset travels with the bundle) where kiln looks for it by default.
+if [ -d "$k/fashion-mnist" ]; then
+  mkdir -p /usr/share/datasets/fashion-mnist && cp -n $k/fashion-mnist/* /usr/share/datasets/fashion-mnist/
+fi
+# NVIDIA's OpenCL library, for the opencl phase: the machine has no ICD file naming it.
+ocl=$(ls /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 2>/dev/null | head -1)
+mkdir -p /tmp/icd && echo "$ocl" > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
+export KILN_CACHE_DIR=/tmp/kiln-cache
+bin=$k/bin
+note "kiln $(cat $k/commit) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+
+for phase in $phases; do
+  start=$(date +%s)
+  case $phase in
+    probe)
+      KILN_EXECUTOR=cuda $bin/kiln_tests --gtest_filter='Cuda*:ExecutorSupport*:ExecutorRegistry*' > "$out/probe.log" 2>&1
+      note "probe: rc $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/probe.log" | tr '\n' ' ')" ;;
+    bench)
+      KILN_EXECUTOR=cuda timeout "${KILN_GPU_BENCH_S:-150}" $bin/kiln_bench --quick > "$out/bench_cuda.log" 2>&1
+      note "bench cuda: rc $?"
+      KILN_EXECUTOR=cuda timeout "${KILN_GPU_BENCH_S:-120}" $bin/kiln_train_bench --batches 100 --threads 16 > "$out/train_cuda.log" 2>&1
+      note "train cuda: rc $?" ;;
+    torch)
+      timeout "${KILN_GPU_BENCH_S:-150}" python3 "$repo/bench/torch_gpu_peer.py" --quick > "$out/torch.log" 2>&1
+      note "torch: rc $?" ;;
+    suite)
+      # The whole suite but the long training runs, in parallel shards sharing the kernel cache.
+      shards=${KILN_GPU_SHARDS:-12}
+      for i in $(seq 0 $((shards - 1))); do
+        GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i KILN_EXECUTOR=cuda \
+          timeout "${KILN_GPU_SUITE_S:-240}" $bin/kiln_tests --gtest_filter='-NnTraining.*' \
+          > "$out/suite_$i.log" 2>&1 &
+      done
+      wait
+      note "suite (cuda, $shards shards): $(cat "$out"/suite_*.log | grep -cE '^\[       OK \]') passed, $(cat "$out"/suite_*.log | grep -cE '^\[  FAILED  \] .*\(')  failed, $(cat "$out"/suite_*.log | grep -cE '^\[  SKIPPED \] .*\(') skipped"
+      grep -hE '^\[  FAILED  \] .*\(' "$out"/suite_*.log | sort -u | head -100 >> "$summary"
+      for i in $(seq 0 $((shards - 1))); do
+        grep -qE '^\[  (PASSED|FAILED)  \]' "$out/suite_$i.log" || note "shard $i did not finish: $(tail -c 300 "$out/suite_$i.log" | tr '\n' ' ')"
+      done ;;
+    csuite)
+      mkdir -p /tmp/c_gpu && (cd /tmp/c_gpu && KILN_EXECUTOR=cuda timeout 120 $bin/kiln_c_tests) > "$out/c_cuda.log" 2>&1
+      note "C suite (cuda): rc $? $(tail -1 "$out/c_cuda.log")" ;;
+    opencl)
+      KILN_EXECUTOR=opencl timeout 150 $bin/kiln_bench --quick > "$out/bench_opencl.log" 2>&1
+      note "bench opencl: rc $?" ;;
+    *) note "unknown phase $phase" ;;
+  esac
+  note "  ($phase: $(( $(date +%s) - start )) s)"
+done

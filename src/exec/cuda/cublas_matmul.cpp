@@ -1,0 +1,187 @@
+#include "exec/cuda/cublas_matmul.hpp"
+
+#include <cublas_v2.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <complex>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "graph/node.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln::detail::cuda {
+
+namespace {
+
+struct CublasApi {
+  decltype(&::cublasCreate_v2) create;
+  decltype(&::cublasDestroy_v2) destroy;
+  decltype(&::cublasSetStream_v2) set_stream;
+  decltype(&::cublasSetMathMode) set_math_mode;
+  decltype(&::cublasSgemmStridedBatched) sgemm;
+  decltype(&::cublasDgemmStridedBatched) dgemm;
+  decltype(&::cublasCgemmStridedBatched) cgemm;
+  decltype(&::cublasZgemmStridedBatched) zgemm;
+};
+
+// Loaded once per process; null (with the reason) where cuBLAS is not installed.
+const CublasApi* cublas_api(std::string& why) {
+  static std::string missing;
+  static const CublasApi* api = []() -> const CublasApi* {
+    void* library = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) library = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+      missing = "cuBLAS (libcublas.so.13) is not installed here";
+      return nullptr;
+    }
+    static CublasApi a{};
+    const auto resolve = [&](const char* symbol, auto& into) {
+      into = reinterpret_cast<std::remove_reference_t<decltype(into)>>(dlsym(library, symbol));
+      if (into == nullptr) missing = std::string("the loaded cuBLAS has no ") + symbol;
+      return into != nullptr;
+    };
+    const bool all = resolve("cublasCreate_v2", a.create) &&
+                     resolve("cublasDestroy_v2", a.destroy) &&
+                     resolve("cublasSetStream_v2", a.set_stream) &&
+                     resolve("cublasSetMathMode", a.set_math_mode) &&
+                     resolve("cublasSgemmStridedBatched", a.sgemm) &&
+                     resolve("cublasDgemmStridedBatched", a.dgemm) &&
+                     resolve("cublasCgemmStridedBatched", a.cgemm) &&
+                     resolve("cublasZgemmStridedBatched", a.zgemm);
+    return all ? &a : nullptr;
+  }();
+  if (api == nullptr) why = missing;
+  return api;
+}
+
+std::atomic<std::uint64_t> computed{0};
+
+constexpr auto kMostInt = static_cast<std::int64_t>(std::numeric_limits<int>::max());
+
+template <class T> struct Gemm;
+template <> struct Gemm<float> {
+  static auto of(const CublasApi& a) { return a.sgemm; }
+  using Scalar = float;
+};
+template <> struct Gemm<double> {
+  static auto of(const CublasApi& a) { return a.dgemm; }
+  using Scalar = double;
+};
+template <> struct Gemm<std::complex<float>> {
+  static auto of(const CublasApi& a) { return a.cgemm; }
+  using Scalar = cuComplex;
+};
+template <> struct Gemm<std::complex<double>> {
+  static auto of(const CublasApi& a) { return a.zgemm; }
+  using Scalar = cuDoubleComplex;
+};
+
+// Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first, and an operand stored
+// column-major ("transposed") is read with op T.
+template <class T>
+cublasStatus_t gemm(const CublasApi& api, cublasHandle_t handle, const Node& root,
+                    const BlasOperand& a, const BlasOperand& b, CUdeviceptr out) {
+  using S = typename Gemm<T>::Scalar;
+  const std::size_t rank = root.shape.size();
+  const auto m = static_cast<int>(root.shape[rank - 2]);
+  const auto n = static_cast<int>(root.shape[rank - 1]);
+  const auto k = static_cast<int>(root.inputs[0]->shape[rank - 1]);
+  const Shape batch(root.shape.begin(), root.shape.end() - 2);
+  const std::int64_t batches = shape_numel(batch);
+  const cublasOperation_t op_b = b.layout.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = a.layout.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const auto lda = static_cast<int>(a.layout.ld), ldb = static_cast<int>(b.layout.ld);
+  S one{};
+  if constexpr (std::is_floating_point_v<S>) one = 1;
+  else one.x = 1;
+  const S zero{};
+  const auto at = [](CUdeviceptr base, std::int64_t offset) {
+    return reinterpret_cast<const S*>(base) + offset;
+  };
+  S* c = reinterpret_cast<S*>(out);
+  const auto sa = single_batch_stride(a.layout, batch);
+  const auto sb = single_batch_stride(b.layout, batch);
+  const auto call = Gemm<T>::of(api);
+  if (batches == 1 || (sa && sb && *sa >= 0 && *sb >= 0))
+    return call(handle, op_b, op_a, n, m, k, &one, at(b.memory, batch_offset(b.layout, batch, 0)),
+                ldb, batches == 1 ? 0 : *sb, at(a.memory, batch_offset(a.layout, batch, 0)), lda,
+                batches == 1 ? 0 : *sa, &zero, c, n, static_cast<long long>(m) * n,
+                static_cast<int>(batches));
+  // Batch dimensions that do not nest (one broadcast, another not): one call per product.
+  for (std::int64_t i = 0; i < batches; ++i) {
+    const cublasStatus_t status =
+        call(handle, op_b, op_a, n, m, k, &one, at(b.memory, batch_offset(b.layout, batch, i)), ldb,
+             0, at(a.memory, batch_offset(a.layout, batch, i)), lda, 0, &zero,
+             c + i * static_cast<std::int64_t>(m) * n, n, 0, 1);
+    if (status != CUBLAS_STATUS_SUCCESS) return status;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+bool CublasMatmul::takes(const Node& root) {
+  const DType part = real_type(root.dtype);
+  if (!is_inexact(root.dtype) || (part != DType::f32 && part != DType::f64)) return false;
+  const std::size_t rank = root.shape.size();
+  const std::int64_t k = root.inputs[0]->shape[rank - 1];
+  const Shape batch(root.shape.begin(), root.shape.end() - 2);
+  // cuBLAS takes int sizes and wants every dimension above zero; the rest is the renderer's.
+  return root.numel() > 0 && k > 0 && root.shape[rank - 2] <= kMostInt &&
+         root.shape[rank - 1] <= kMostInt && k <= kMostInt && shape_numel(batch) <= kMostInt;
+}
+
+CublasMatmul::~CublasMatmul() {
+  std::string why;
+  if (handle_ != nullptr) {
+    device_->bind();
+    cublas_api(why)->destroy(static_cast<cublasHandle_t>(handle_));
+  }
+}
+
+bool CublasMatmul::run(const Node& root, const BlasOperand& a, const BlasOperand& b,
+                       CUdeviceptr out, std::string& why) {
+  const CublasApi* api = cublas_api(why);
+  if (api == nullptr) return false;
+  device_->usable();
+  if (a.layout.ld > kMostInt || b.layout.ld > kMostInt) {
+    why = "a leading dimension past int";
+    return false;
+  }
+  if (handle_ == nullptr) {
+    cublasHandle_t handle = nullptr;
+    if (api->create(&handle) != CUBLAS_STATUS_SUCCESS) {
+      why = "cublasCreate failed";
+      return false;
+    }
+    handle_ = handle;
+    api->set_stream(handle, device_->stream());
+    // Exact f32 products: no TF32 unless asked (NVIDIA_TF32_OVERRIDE is NVIDIA's own switch).
+    api->set_math_mode(handle, CUBLAS_DEFAULT_MATH);
+  }
+  const auto handle = static_cast<cublasHandle_t>(handle_);
+  cublasStatus_t status;
+  switch (root.dtype) {
+    case DType::f32: status = gemm<float>(*api, handle, root, a, b, out); break;
+    case DType::f64: status = gemm<double>(*api, handle, root, a, b, out); break;
+    case DType::c64: status = gemm<std::complex<float>>(*api, handle, root, a, b, out); break;
+    default: status = gemm<std::complex<double>>(*api, handle, root, a, b, out); break;
+  }
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    computed.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  if (status == CUBLAS_STATUS_ALLOC_FAILED)
+    throw Error(ErrorCode::out_of_memory,
+                "CUDA: cuBLAS could not allocate its workspace for a product of shape " +
+                    shape_to_string(root.shape));
+  why = "cuBLAS refused the product (status " + std::to_string(static_cast<int>(status)) + ")";
+  return false;
+}
+
+std::uint64_t CublasMatmul::products() { return computed.load(std::memory_order_relaxed); }
+
+}  // namespace kiln::detail::cuda
