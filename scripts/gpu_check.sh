@@ -4,7 +4,9 @@
 # (bench/torch_gpu_peer.py), and the GoogleTest suite under KILN_EXECUTOR=cuda in parallel shards.
 #   scripts/gpu_check.sh BUNDLE.tar.xz OUT_DIR [phase...]
 # Phases (default: all, in this order): probe bench torch suite csuite opencl. Logs go to OUT_DIR,
-# with summary.txt gathering the verdicts. Time limits: KILN_GPU_SUITE_S (default 240 s a shard).
+# with summary.txt gathering the verdicts; KILN_GPU_PACK=1 packs the logs into OUT_DIR/logs.tar.gz
+# (for a transfer that takes few files). Time limits: KILN_GPU_SUITE_S (default 240 s a shard),
+# KILN_GPU_BENCH_S (default 150 s a benchmark); KILN_GPU_OPENCL_FILTER picks the OpenCL rows.
 set -uo pipefail
 bundle=$(realpath "${1:?usage: gpu_check.sh BUNDLE OUT_DIR [phase...]}")
 out=$(realpath -m "${2:?usage: gpu_check.sh BUNDLE OUT_DIR [phase...]}")
@@ -38,7 +40,7 @@ for phase in $phases; do
   case $phase in
     probe)
       KILN_EXECUTOR=cuda $bin/kiln_tests --gtest_filter='Cuda*:ExecutorSupport*:ExecutorRegistry*' > "$out/probe.log" 2>&1
-      note "probe: rc $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/probe.log" | tr '\n' ' ')" ;;
+      note "probe: rc $? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] .*\(|^\[  SKIPPED \] [0-9]+ test' "$out/probe.log" | tr '\n' ' ')" ;;
     bench)
       KILN_EXECUTOR=cuda timeout "${KILN_GPU_BENCH_S:-150}" $bin/kiln_bench --quick > "$out/bench_cuda.log" 2>&1
       note "bench cuda: rc $?"
@@ -51,7 +53,8 @@ for phase in $phases; do
       # The whole suite but the long training runs, in parallel shards sharing the kernel cache.
       shards=${KILN_GPU_SHARDS:-12}
       for i in $(seq 0 $((shards - 1))); do
-        GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i KILN_EXECUTOR=cuda \
+        # One CPU thread a shard: the shards together fill the machine.
+        GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i KILN_EXECUTOR=cuda KILN_NUM_THREADS=1 \
           timeout "${KILN_GPU_SUITE_S:-240}" $bin/kiln_tests --gtest_filter='-NnTraining.*' \
           > "$out/suite_$i.log" 2>&1 &
       done
@@ -65,9 +68,14 @@ for phase in $phases; do
       mkdir -p /tmp/c_gpu && (cd /tmp/c_gpu && KILN_EXECUTOR=cuda timeout 120 $bin/kiln_c_tests) > "$out/c_cuda.log" 2>&1
       note "C suite (cuda): rc $? $(tail -1 "$out/c_cuda.log")" ;;
     opencl)
-      KILN_EXECUTOR=opencl timeout 150 $bin/kiln_bench --quick > "$out/bench_opencl.log" 2>&1
+      KILN_EXECUTOR=opencl timeout "${KILN_GPU_BENCH_S:-150}" $bin/kiln_bench --quick \
+        ${KILN_GPU_OPENCL_FILTER:+--filter "$KILN_GPU_OPENCL_FILTER"} > "$out/bench_opencl.log" 2>&1
       note "bench opencl: rc $?" ;;
     *) note "unknown phase $phase" ;;
   esac
   note "  ($phase: $(( $(date +%s) - start )) s)"
 done
+if [ "${KILN_GPU_PACK:-0}" = 1 ]; then
+  tar czf /tmp/kiln-gpu-logs.tar.gz -C "$out" --exclude summary.txt . &&
+    find "$out" -type f ! -name summary.txt -delete && mv /tmp/kiln-gpu-logs.tar.gz "$out/logs.tar.gz"
+fi

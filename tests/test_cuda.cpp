@@ -1,17 +1,34 @@
 // The CUDA backend. Without NVIDIA's driver or a device (CI, this project's build machines) the
 // executor is a clear device_error saying what is missing, kiln's other executors work, and the
-// device tests report themselves skipped; on a GPU they run the device suite's checks.
+// device tests report themselves skipped; on a GPU they run the device tests every generated-kernel
+// backend passes (device_backend_tests.inc), products through cuBLAS, convolutions through cuDNN,
+// a real device out-of-memory, and calls from several threads.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "graph/node.hpp"
+#include "kiln/data.hpp"
 #include "kiln/executor.hpp"
 #include "kiln/kiln.hpp"
+#include "kiln/nn.hpp"
 #include "test_support.hpp"
+#ifdef KILN_TEST_CUDA
+#include "exec/cuda/cublas_matmul.hpp"
+#include "exec/cuda/cudnn_convolution.hpp"
+#endif
 
 namespace {
 
+using kiln::DType;
 using kiln::Tensor;
 
 std::shared_ptr<kiln::Executor> cuda_or_skip(std::string& why) {
@@ -22,6 +39,18 @@ std::shared_ptr<kiln::Executor> cuda_or_skip(std::string& why) {
     return nullptr;
   }
 }
+
+#define REQUIRE_CUDA(executor)                                         \
+  std::string why_##executor;                                          \
+  const std::shared_ptr<kiln::Executor> executor = cuda_or_skip(why_##executor); \
+  if (!executor) GTEST_SKIP() << "no CUDA device: " << why_##executor
+
+const kiln::detail::Buffer& buffer_of(const Tensor& t) { return *t.node()->result; }
+
+#define DEVICE_SUITE Cuda
+#define DEVICE_NAME "CUDA"
+#define REQUIRE_DEVICE(executor) REQUIRE_CUDA(executor)
+#include "device_backend_tests.inc"
 
 TEST(Cuda, WithoutADeviceTheErrorSaysWhatIsMissing) {
   std::string why;
@@ -43,10 +72,111 @@ TEST(Cuda, WithoutADeviceTheErrorSaysWhatIsMissing) {
   EXPECT_EQ((kiln::ones({2}) + 1.f).to_vector<float>(), (std::vector<float>{2, 2}));
 }
 
+void expect_close(const Tensor& got, const Tensor& want, double tolerance) {
+  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
+  ASSERT_EQ(g.size(), w.size());
+  for (std::size_t i = 0; i < g.size(); ++i)
+    ASSERT_NEAR(g[i], w[i], tolerance * (1 + std::abs(w[i]))) << "element " << i;
+}
+
+#ifdef KILN_TEST_CUDA
+TEST(Cuda, FloatProductsGoToCublasThroughTheirViews) {
+  REQUIRE_CUDA(gpu);
+  const auto reference = kiln::reference_executor();
+  const Tensor a = kiln::uniform({3, 17, 33}, 1) - 0.5f;
+  const Tensor at = kiln::transpose(kiln::uniform({3, 33, 17}, 3) - 0.5f, 1, 2);
+  const Tensor b = kiln::transpose(kiln::uniform({3, 29, 33}, 2), 1, 2);
+  const Tensor shared = kiln::uniform({33, 29}, 4);  // one matrix broadcast over the batch
+  // Batch dimensions that do not nest: [2, 1] against [1, 3] broadcasts both ways.
+  const Tensor left = kiln::uniform({2, 1, 5, 7}, 5), right = kiln::uniform({1, 3, 7, 4}, 6);
+  const Tensor a64 = kiln::convert(a, DType::f64), b64 = kiln::convert(b, DType::f64);
+  const Tensor big = kiln::uniform({300, 200}, 7), big_b = kiln::uniform({200, 100}, 8);
+  const std::vector<std::pair<Tensor, Tensor>> products = {
+      {a, b}, {at, b}, {a, shared}, {at, kiln::uniform({3, 33, 29}, 11)},
+      {left, right}, {a64, b64}, {big, big_b}};
+  for (const auto& [x, y] : products) {
+    const std::uint64_t before = kiln::detail::cuda::CublasMatmul::products();
+    const Tensor on_device = kiln::matmul(x, y).eval(*gpu);
+    EXPECT_EQ(kiln::detail::cuda::CublasMatmul::products(), before + 1)
+        << kiln::shape_to_string(x.shape()) << " @ " << kiln::shape_to_string(y.shape());
+    // Exact f32 products (no TF32, which would miss by about 1e-3).
+    expect_close(on_device, kiln::matmul(x, y).eval(*reference), 1e-5);
+  }
+  // Complex products run on the device too.
+  const Tensor z = kiln::complex(kiln::uniform({8, 8}, 12), kiln::uniform({8, 8}, 13));
+  const auto got = kiln::matmul(z, z).eval(*gpu).to_vector<std::complex<float>>();
+  const auto want = kiln::matmul(z, z).eval(*reference).to_vector<std::complex<float>>();
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(std::abs(got[i] - want[i]), 0, 1e-5);
+}
+
+TEST(Cuda, ConvolutionsAndTheirGradientsGoToCudnn) {
+  REQUIRE_CUDA(gpu);
+  const auto reference = kiln::reference_executor();
+  for (int stride : {1, 2}) {
+    const Tensor x = kiln::uniform({4, 3, 11, 9}, 1) - 0.5f;
+    const Tensor w = kiln::uniform({5, 3, 3, 3}, 2) - 0.5f;
+    const auto outputs = [&] {
+      const Tensor xv = kiln::Tensor(x).watch(), wv = kiln::Tensor(w).watch();
+      kiln::GradientContext ctx;
+      const Tensor y = kiln::conv2d(xv, wv, Tensor(), {.stride = {stride, stride}, .padding = {1, 1}});
+      const auto g = kiln::gradients(kiln::sum(y * y), {xv, wv});
+      return std::vector<Tensor>{y, g[0], g[1]};
+    };
+    const std::uint64_t before = kiln::detail::cuda::CudnnConvolution::computed();
+    const std::vector<Tensor> got = outputs();
+    for (const Tensor& t : got) t.eval(*gpu);
+    EXPECT_EQ(kiln::detail::cuda::CudnnConvolution::computed(), before + 3)
+        << "the forward pass and both gradients, stride " << stride;
+    const std::vector<Tensor> want = outputs();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      want[i].eval(*reference);
+      expect_close(got[i], want[i], 2e-5);
+    }
+    // Deterministic algorithms only: the same bits on every run.
+    const std::vector<Tensor> again = outputs();
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(again[i].eval(*gpu).to_vector<float>(), got[i].to_vector<float>()) << i;
+  }
+}
+#endif
+
+TEST(Cuda, RunningOutOfDeviceMemoryIsACleanError) {
+  REQUIRE_CUDA(gpu);
+  const Tensor kept = (kiln::linspace(0, 1, 16) * 2.f).eval(*gpu);
+  // 100 GB each: the first may fit a large device, the two never fit one (H200: 141 GB).
+  const std::int64_t n = 25'000'000'000;
+  const Tensor a = kiln::full({n}, 1.f) + kept.sum();
+  const kiln::Error e = kiln_test::error_of([&] {
+    a.eval(*gpu);
+    (a * 2.f).eval(*gpu);
+  });
+  EXPECT_EQ(e.code(), kiln::ErrorCode::out_of_memory) << e.what();
+  EXPECT_NE(std::string(e.what()).find("bytes"), std::string::npos) << e.what();
+  EXPECT_FLOAT_EQ(kept.to_vector<float>().back(), 2.f);
+  // The device still works, with its memory back.
+  EXPECT_EQ((kept * 2.f).eval(*gpu).to_vector<float>().back(), 4.f);
+}
+
+TEST(Cuda, SeveralThreadsUseTheDeviceAtOnce) {
+  REQUIRE_CUDA(gpu);
+  std::vector<std::vector<float>> results(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const Tensor x = kiln::uniform({1000}, static_cast<std::uint64_t>(t + 1));
+      results[static_cast<std::size_t>(t)] =
+          kiln::exp(x * 2.f).sum().eval(*gpu).to_vector<float>();
+    });
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < 4; ++t) {
+    const Tensor x = kiln::uniform({1000}, static_cast<std::uint64_t>(t + 1));
+    const float want = kiln::exp(x * 2.f).sum().eval(*kiln::reference_executor()).item<float>();
+    EXPECT_NEAR(results[static_cast<std::size_t>(t)].at(0), want, 1e-6 * want) << t;
+  }
+}
+
 TEST(Cuda, ElementwiseReductionAndProductGiveTheReferencesValues) {
-  std::string why;
-  const auto cuda = cuda_or_skip(why);
-  if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
+  REQUIRE_CUDA(cuda);
   const Tensor x = kiln::uniform({64, 33}, 5);
   const auto check = [&](const Tensor& t) {
     const auto got = t.eval(*cuda).to_vector<float>();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
@@ -13,6 +14,7 @@
 
 #include "kiln/executor.hpp"
 #include "kiln/kiln.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -236,7 +238,7 @@ TEST(ExecutorRegistry, NamesEveryExecutorOnceReferenceFirst) {
     return kiln::Error(kiln::ErrorCode::none, "");
   }();
   EXPECT_EQ(unknown.code(), kiln::ErrorCode::invalid_select);
-  EXPECT_NE(std::string(unknown.what()).find("reference, cpu, opencl, cuda"), std::string::npos)
+  EXPECT_NE(std::string(unknown.what()).find("reference, cpu, cuda, opencl"), std::string::npos)
       << unknown.what();
 }
 
@@ -248,7 +250,36 @@ TEST(ExecutorRegistry, TheDeviceExecutorIsTheFirstDeviceThatRuns) {
     EXPECT_EQ(e.code(), kiln::ErrorCode::device_error) << e.what();
     GTEST_SKIP() << "no device executor here: " << e.what();
   }
-  EXPECT_EQ(device->name(), "opencl");
+  // CUDA where it opens (an NVIDIA device), else OpenCL.
+  bool cuda = true;
+  try {
+    kiln::cuda_executor();
+  } catch (const kiln::Error&) {
+    cuda = false;
+  }
+  EXPECT_EQ(device->name(), cuda ? "cuda" : "opencl");
+}
+
+TEST(ExecutorRegistry, KilnGpuChoosesTheDeviceExecutor) {
+  const char* saved = std::getenv("KILN_GPU");
+  const std::string restore = saved ? saved : "";
+  setenv("KILN_GPU", "tpu", 1);
+  const kiln::Error e = kiln_test::error_of([] { kiln::device_executor(); });
+  EXPECT_EQ(e.code(), kiln::ErrorCode::invalid_select);
+  EXPECT_NE(std::string(e.what()).find("KILN_GPU=tpu names no device executor (known: cuda, opencl)"),
+            std::string::npos) << e.what();
+  setenv("KILN_GPU", "cpu", 1);  // an executor, but not a device one
+  EXPECT_EQ(kiln_test::code_of([] { kiln::device_executor(); }), kiln::ErrorCode::invalid_select);
+  for (const char* name : {"opencl", "cuda"}) {
+    setenv("KILN_GPU", name, 1);
+    try {
+      EXPECT_EQ(kiln::device_executor()->name(), name);
+    } catch (const kiln::Error& error) {
+      EXPECT_EQ(error.code(), kiln::ErrorCode::device_error) << name << ": " << error.what();
+    }
+  }
+  if (saved) setenv("KILN_GPU", restore.c_str(), 1);
+  else unsetenv("KILN_GPU");
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
-// The OpenCL backend beyond what the whole suite checks when it runs on it: values stay on the
-// device until a host reads them, host data is uploaded once, reductions give the same bits on
-// every run, random values equal the CPU's, device memory errors leave tensors intact, and the
-// on-disk kernel cache survives damage. Every test needs an OpenCL device and says so when there
-// is none (it is then reported as skipped).
+// The OpenCL backend beyond what the whole suite checks when it runs on it: the device tests every
+// generated-kernel backend passes (device_backend_tests.inc), devices listed and chosen by name,
+// products through CLBlast, a lost device, and the on-disk kernel cache surviving damage. Every
+// test needs an OpenCL device and says so when there is none (it is then reported as skipped).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,6 +46,11 @@ std::shared_ptr<kiln::Executor> device_or_skip() {
 
 const kiln::detail::Buffer& buffer_of(const Tensor& t) { return *t.node()->result; }
 
+#define DEVICE_SUITE OpenCl
+#define DEVICE_NAME "OpenCL"
+#define REQUIRE_DEVICE(executor) REQUIRE_OPENCL(executor)
+#include "device_backend_tests.inc"
+
 TEST(OpenCl, DevicesAreListedAndChosenByName) {
   REQUIRE_OPENCL(gpu);
   const std::vector<std::string> devices = kiln::opencl_devices();
@@ -55,73 +59,6 @@ TEST(OpenCl, DevicesAreListedAndChosenByName) {
   EXPECT_NE(devices.front().find("OpenCL"), std::string::npos) << devices.front();
   EXPECT_EQ(kiln::find_executor("opencl"), gpu);
   EXPECT_EQ(gpu->name(), "opencl");
-}
-
-TEST(OpenCl, ResultsStayOnTheDeviceUntilTheHostReadsThem) {
-  REQUIRE_OPENCL(gpu);
-  const Tensor x = kiln::linspace(0, 1, 1000);
-  const Tensor y = kiln::exp(x) * 2.f + 1.f;
-  y.eval(*gpu);
-  EXPECT_FALSE(buffer_of(y).on_host()) << "computed on the device, read by nobody yet";
-  EXPECT_EQ(buffer_of(y).device_copies(), 1u);
-  // The input was uploaded once and keeps its device copy for the next kernel that reads it.
-  const Tensor z = x * 3.f;
-  z.eval(*gpu);
-  const std::vector<float> v = y.to_vector<float>();
-  EXPECT_TRUE(buffer_of(y).on_host());
-  const std::vector<float> cpu = (kiln::exp(kiln::linspace(0, 1, 1000)) * 2.f + 1.f)
-                                     .eval(*kiln::reference_executor())
-                                     .to_vector<float>();
-  ASSERT_EQ(v.size(), cpu.size());
-  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(v[i], cpu[i], 4e-7f * cpu[i]) << i;
-}
-
-TEST(OpenCl, HostValuesAreUploadedOnceAndKeptBeside) {
-  REQUIRE_OPENCL(gpu);
-  const Tensor w = kiln::ones({256}) * 0.5f;
-  w.eval(*kiln::cpu_executor());
-  ASSERT_TRUE(buffer_of(w).on_host());
-  EXPECT_EQ(buffer_of(w).device_copies(), 0u);
-  const Tensor a = w + 1.f;
-  a.eval(*gpu);
-  EXPECT_TRUE(buffer_of(w).on_host()) << "uploading keeps the host copy";
-  EXPECT_EQ(buffer_of(w).device_copies(), 1u);
-  const Tensor b = w * 4.f;
-  b.eval(*gpu);
-  EXPECT_EQ(buffer_of(w).device_copies(), 1u) << "the second kernel reads the same copy";
-  EXPECT_EQ(a.to_vector<float>(), std::vector<float>(256, 1.5f));
-  EXPECT_EQ(b.to_vector<float>(), std::vector<float>(256, 2.f));
-  // Values computed on the device feed the CPU executor through the host copy.
-  const Tensor c = (a * b).eval(*kiln::cpu_executor());
-  EXPECT_EQ(c.to_vector<float>(), std::vector<float>(256, 3.f));
-}
-
-TEST(OpenCl, ReductionsGiveTheSameBitsOnEveryRun) {
-  REQUIRE_OPENCL(gpu);
-  const Tensor x = kiln::uniform({3, 100003}, 7) - 0.5f;
-  x.eval();
-  std::vector<float> first;
-  for (int run = 0; run < 3; ++run) {
-    const Tensor s = kiln::sum(x * x, {1});
-    const std::vector<float> v = s.eval(*gpu).to_vector<float>();
-    if (run == 0) first = v;
-    else EXPECT_EQ(v, first) << "run " << run;
-  }
-  const std::vector<double> want =
-      kiln::sum(x.to(DType::f64) * x.to(DType::f64), {1}).to_vector<double>();
-  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(first[i], want[i], 1e-5 * want[i]);
-}
-
-TEST(OpenCl, RandomValuesAreTheCpusForTheSameSeed) {
-  REQUIRE_OPENCL(gpu);
-  for (DType t : {DType::f32, DType::f64}) {
-    const Tensor a = kiln::uniform({1000}, 1234, t);
-    const Tensor b = kiln::uniform({1000}, 1234, t);
-    a.eval(*gpu);
-    b.eval(*kiln::cpu_executor());
-    if (t == DType::f32) EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
-    else EXPECT_EQ(a.to_vector<double>(), b.to_vector<double>());
-  }
 }
 
 void expect_close(const Tensor& got, const Tensor& want, double tolerance) {
@@ -168,86 +105,6 @@ TEST(OpenCl, OtherProductsAreTheGeneratedKernelsWithTheReferencesBits) {
   EXPECT_EQ(kiln::matmul(strided, b).eval(*gpu).to_vector<float>(),
             kiln::matmul(strided, b).eval(*reference).to_vector<float>());
   EXPECT_EQ(kiln::detail::opencl::clblast_products(), before);
-}
-
-TEST(OpenCl, DeviceOutOfMemoryLeavesTensorsIntact) {
-  REQUIRE_OPENCL(gpu);
-  const Tensor kept = (kiln::linspace(0, 1, 16) * 2.f).eval(*gpu);
-  const std::int64_t huge = std::int64_t{1} << 40;
-  const Tensor big = kiln::full({huge}, 1.f) + kept.sum();
-  try {
-    big.eval(*gpu);
-    ADD_FAILURE() << "a 4 TiB result was computed";
-  } catch (const kiln::Error& e) {
-    EXPECT_EQ(e.code(), kiln::ErrorCode::out_of_memory) << e.what();
-  }
-  const std::vector<float> v = kept.to_vector<float>();
-  EXPECT_FLOAT_EQ(v.back(), 2.f);
-}
-
-// gather, scatter_add, unwindow, the scans and argsort run on the device (their results stay
-// there) with the reference's bits: sums in the reference's order, a stable sort with NaN last.
-TEST(OpenCl, DataDependentOpsRunOnTheDeviceWithTheReferencesBits) {
-  REQUIRE_OPENCL(gpu);
-  const float nan = std::nanf("");
-  const Tensor x = Tensor::from(
-      std::vector<float>{0.5f, -1.f, 0.5f, nan, 3.f, -0.f, 0.f, 2.f, 0.5f, 7.f, -2.f, 0.25f}, {3, 4});
-  const Tensor rows = Tensor::from(std::vector<std::int64_t>{2, 0, 2, 1, 2, 2}, {2, 3});
-  const Tensor big = kiln::uniform({5, 300}, 3) * 1000.f;
-  const std::vector<std::function<Tensor()>> cases = {
-      [&] { return kiln::gather(x, 0, rows); },
-      [&] { return kiln::scatter_add(kiln::zeros({3, 4}), 0, rows, x * 3.f); },
-      [&] {
-        const Tensor to = Tensor::from(std::vector<std::int32_t>{1, -1, 1, 0, 3, 3, -1, 2, 0, 0, 0, 0},
-                                       {3, 4});
-        return kiln::index_set(kiln::ones({3, 4}), x, to);
-      },
-      [&] { return kiln::unslide_window(kiln::sliding_window(big, {2, 5}, {1, 3}) * 2.f,
-                                        {5, 300}, {1, 3}); },
-      [&] { return kiln::cumsum(big, 1); },
-      [&] { return kiln::cumprod(x + 1.f, 0); },
-      [&] { return kiln::cumsum(rows * (std::int64_t{1} << 61), 1); },
-      [&] { return kiln::argsort(x, 1); },
-      [&] { return kiln::argsort(x, 0, true); },
-      [&] { return kiln::argsort(kiln::convert(big / 100.f, DType::i32), 1, true); },
-  };
-  for (std::size_t c = 0; c < cases.size(); ++c) {
-    const Tensor on_device = cases[c]().eval(*gpu);
-    EXPECT_FALSE(buffer_of(on_device).on_host()) << "case " << c << " ran on the host";
-    const Tensor reference = cases[c]().eval(*kiln::reference_executor());
-    ASSERT_EQ(on_device.dtype(), reference.dtype());
-    if (reference.dtype() == DType::f32) {
-      const auto a = on_device.to_vector<float>(), b = reference.to_vector<float>();
-      ASSERT_EQ(a.size(), b.size());
-      for (std::size_t i = 0; i < a.size(); ++i)
-        EXPECT_TRUE(std::memcmp(&a[i], &b[i], sizeof(float)) == 0)
-            << "case " << c << " element " << i << ": " << a[i] << " vs " << b[i];
-    } else {
-      EXPECT_EQ(on_device.to_vector<std::int64_t>(), reference.to_vector<std::int64_t>())
-          << "case " << c;
-    }
-  }
-}
-
-TEST(OpenCl, AnIndexOutOfRangeIsTheReferencesError) {
-  REQUIRE_OPENCL(gpu);
-  // Indices known only when they are computed: the device finds them, the message is the
-  // reference's (the first bad index in order).
-  const Tensor computed = kiln::convert(kiln::arange(4), DType::i64) * std::int64_t{3};  // 0 3 6 9
-  const auto message = [&](const std::function<Tensor()>& build, kiln::Executor& executor) {
-    const kiln::Error e = kiln_test::error_of([&] { build().eval(executor); });
-    EXPECT_EQ(e.code(), kiln::ErrorCode::invalid_select) << e.what();
-    return std::string(e.what());
-  };
-  const std::vector<std::function<Tensor()>> cases = {
-      [&] { return kiln::gather(kiln::arange(5), 0, computed); },
-      [&] { return kiln::scatter_add(kiln::zeros({5}), 0, computed, kiln::ones({4})); },
-      [&] { return kiln::index_select(kiln::ones({5, 2}), 0, computed - std::int64_t{4}); },
-  };
-  for (const auto& build : cases) {
-    const std::string want = message(build, *kiln::reference_executor());
-    EXPECT_EQ(message(build, *gpu), want);
-  }
 }
 
 // A lost device (simulated: the driver's CL_DEVICE_NOT_AVAILABLE cannot be caused on purpose) is
@@ -327,96 +184,6 @@ TEST(OpenCl, APlacedTensorIsUploadedOnceAndReadBackOnRequest) {
   const Tensor fresh = Tensor::from(std::vector<float>{1.f});
   EXPECT_EQ(kiln_test::code_of([&] { fresh.place_on(*gpu); }), kiln::ErrorCode::device_error);
   EXPECT_EQ(kiln_test::code_of([&] { x.place_on(*gpu); }), kiln::ErrorCode::device_error);
-}
-
-// Module::place_on: every weight uploaded once, before the first forward pass.
-TEST(OpenCl, APlacedModelsWeightsAreOnTheDeviceBeforeItRuns) {
-  REQUIRE_OPENCL(gpu);
-  kiln::nn::Sequential model(kiln::nn::Linear(4, 3), kiln::nn::ReLU(), kiln::nn::BatchNorm1d(3));
-  model.eval();
-  if (kiln::current_executor() != gpu) {  // initialised on the host
-    for (const auto& [name, p] : model.named_parameters()) {
-      EXPECT_FALSE(p.value().is_on(*gpu)) << name;
-    }
-  }
-  model.place_on(*gpu);
-  for (const auto& [name, p] : model.named_parameters()) {
-    EXPECT_TRUE(p.value().is_on(*gpu)) << name;
-    EXPECT_EQ(buffer_of(p.value()).device_copies(), 1u) << name;
-  }
-  for (const auto& [name, b] : model.named_buffers()) EXPECT_TRUE(b.value().is_on(*gpu)) << name;
-  const Tensor x = kiln::linspace(-1, 1, 8).reshape({2, 4});
-  const std::vector<float> got = model(x).eval(*gpu).to_vector<float>();
-  for (const auto& [name, p] : model.named_parameters())
-    EXPECT_EQ(buffer_of(p.value()).device_copies(), 1u) << name << ": read from where it was placed";
-  const std::vector<float> want = model(x).eval(*kiln::reference_executor()).to_vector<float>();
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f) << i;
-}
-
-TEST(OpenCl, HostCallablesAndKernelsWithoutADeviceFormRunOnTheHost) {
-  REQUIRE_OPENCL(gpu);
-  const Tensor x = kiln::linspace(-1, 1, 12).reshape({1, 1, 3, 4});
-  const Tensor w = kiln::ones({2, 1, 2, 2});
-  const auto build = [&] {
-    return kiln::exp(kiln::conv2d(kiln::map_elements(x, [](double v) { return v * v; }), w)) +
-           1.f;
-  };
-  const std::vector<float> on_device = build().eval(*gpu).to_vector<float>();
-  const std::vector<float> reference = build().eval(*kiln::reference_executor()).to_vector<float>();
-  ASSERT_EQ(on_device.size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i)
-    EXPECT_NEAR(on_device[i], reference[i], 1e-6f * reference[i]);
-}
-
-// A small network trained on the device: parameters, Adam's state and every step's values stay
-// there (only the loss is read back per step).
-TEST(OpenCl, SmallNetworkTrainsOnTheDevice) {
-  REQUIRE_OPENCL(gpu);
-  namespace nn = kiln::nn;
-  namespace data = kiln::data;
-  const std::string dir = data::fashion_mnist_default_dir;
-  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz") &&
-      !std::filesystem::exists(dir + "/train-images-idx3-ubyte"))
-    FAIL() << "Fashion-MNIST is missing from " << dir
-           << ": install the dataset-fashion-mnist package (scripts/setup.sh does)";
-  const std::shared_ptr<kiln::Executor> before = kiln::current_executor();
-  kiln::set_executor(gpu);
-  nn::manual_seed(1);
-  const data::Dataset train = data::take(data::load_mnist_split(dir, "train"), 640);
-  const data::Dataset test = data::take(data::load_mnist_split(dir, "test"), 200);
-  nn::Sequential model(nn::Flatten(), nn::Linear(784, 64), nn::ReLU(), nn::Linear(64, 10));
-  nn::Adam opt(model.parameters(), {.lr = 3e-3});
-  std::vector<double> losses;
-  data::Batch b;
-  for (int epoch = 0; epoch < 3; ++epoch) {
-    data::BatchIterator batches(train, 64, true, static_cast<std::uint64_t>(epoch + 1));
-    while (batches.next(b)) {
-      Tensor loss;
-      {
-        kiln::GradientContext ctx;
-        loss = nn::cross_entropy(model(b.images), b.labels);
-      }
-      opt.step(loss);
-      losses.push_back(loss.item<double>());
-    }
-  }
-  EXPECT_FALSE(buffer_of(model.parameters().front().value()).on_host())
-      << "the trained weights stay on the device";
-  const double first = (losses[0] + losses[1] + losses[2]) / 3;
-  const double last = (losses[losses.size() - 1] + losses[losses.size() - 2] +
-                       losses[losses.size() - 3]) / 3;
-  EXPECT_LT(last, first * 0.7) << "first batches " << first << ", last batches " << last;
-  model.eval();
-  data::BatchIterator test_batches(test, 200, false);
-  ASSERT_TRUE(test_batches.next(b));
-  const double accuracy =
-      static_cast<double>(nn::correct_count(model(b.images), b.labels).item<std::int64_t>()) /
-      200.0;
-  EXPECT_GT(accuracy, 0.5);  // chance is 0.1
-  std::printf("[ training on OpenCL: loss %.3f -> %.3f, test accuracy %.3f ]\n", first, last,
-              accuracy);
-  kiln::set_executor(before);
 }
 
 // The disk cache does not need a device: it stores bytes.

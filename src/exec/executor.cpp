@@ -98,6 +98,16 @@ std::shared_ptr<Executor> find_executor(std::string_view name) {
 }
 
 std::shared_ptr<Executor> device_executor() {
+  // KILN_GPU names the device executor to use instead of the first that opens.
+  if (const char* wanted = std::getenv("KILN_GPU"); wanted != nullptr && *wanted != '\0') {
+    for (const detail::ExecutorEntry& e : detail::executor_registry())
+      if (e.device && e.name == std::string_view(wanted)) return e.open();
+    std::string devices;
+    for (const detail::ExecutorEntry& e : detail::executor_registry())
+      if (e.device) devices += (devices.empty() ? "" : ", ") + std::string(e.name);
+    throw Error(ErrorCode::invalid_select, "KILN_GPU=" + std::string(wanted) +
+                                               " names no device executor (known: " + devices + ")");
+  }
   std::string tried;
   for (const detail::ExecutorEntry& e : detail::executor_registry()) {
     if (!e.device) continue;

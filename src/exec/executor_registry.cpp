@@ -25,10 +25,10 @@ std::span<const ExecutorEntry> executor_registry() {
   static constexpr ExecutorEntry entries[] = {
       {"reference", false, &reference_executor},
       {"cpu", false, &cpu_executor},
-      {"opencl", true, &opencl_executor},
-      // After OpenCL, so that the C API's GPU functions keep the tested OpenCL path until the CUDA
-      // backend has run its suite on a GPU; then it goes first (issue 39: CUDA on NVIDIA devices).
+      // CUDA before OpenCL: on an NVIDIA device the first device executor (the C API's GPU
+      // functions) is CUDA, which reaches NVIDIA's libraries; elsewhere CUDA does not open.
       {"cuda", true, &cuda_executor},
+      {"opencl", true, &opencl_executor},
   };
   return entries;
 }

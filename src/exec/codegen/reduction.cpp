@@ -1,5 +1,5 @@
 // Kernels that reduce: reductions over adjacent axes (one work-group per output, merged in a fixed
-// tree), and softmax along an axis (one work-item per line).
+// tree), and softmax along an axis (one work-group per line).
 #include <cstdio>
 
 #include "exec/codegen/renderer.hpp"
@@ -116,12 +116,14 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   return std::move(out);
 }
 
-// softmax and log_softmax along attrs.axes[0], one work-item per line, as the reference computes
+// softmax and log_softmax along attrs.axes[0], one work-group per line, as the reference computes
 // them: the line's maximum (NaN skipped, a non-finite maximum not subtracted), the sum of
-// exponentials in double where the device has it, then each value.
+// exponentials in double where the device has it, then each value. The work-items read the line
+// together (adjacent items, adjacent values) and merge their maxima and sums in a fixed tree.
 RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                              const DeviceTraits& device) {
   Renderer r(structure, d);
+  RenderedKernel& out = r.result();
   const Node& root = *k.root;
   const auto axis = static_cast<std::size_t>(root.attrs.axes[0]);
   std::int64_t outer = 1, inner = 1;
@@ -132,27 +134,44 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
   const DType acc = device.fp64 ? DType::f64 : t;
   r.note_type(acc);
   const std::string T(d.type(t)), A(d.type(acc)), L = r.i64();
+  int group = 1;
+  while (group < 256 && group < len && static_cast<std::size_t>(group) * 2 <= device.max_group)
+    group *= 2;
+  const std::string G = std::to_string(group), local(d.local), barrier(d.barrier);
   std::vector<std::string> outputs = r.begin("kiln_softmax", t);
   const KernelInput& in = k.inputs[0];
   const int slot = structure.slot(in.node);
-  std::string body = per_item(d, "g", outer * inner);
+  std::string body;
+  body += "  " + L + " g = (" + L + ")" + std::string(d.group_id) + ";\n";
+  body += "  int l = (int)" + std::string(d.local_id) + ";\n";
   body += "  " + L + " base = (g / " + number(inner) + ") * " + number(len * inner) + " + g % " +
           number(inner) + ";\n";
   const auto value = [&](const std::string& name) {
     r.load(body, name + "_", slot, in.view, "base + j * " + number(inner));
     body += "  " + T + " " + name + " = " + cast(name + "_", in.node->dtype, t, d) + ";\n";
   };
-  const std::string each_j = "  for (" + L + " j = 0; j < " + number(len) + "; ++j) {\n";
+  // The tree over the work-group's values in `array`, `merge` combining [l] and [l + s].
+  const auto tree = [&](const std::string& array, const std::string& merge) {
+    body += "  " + barrier + ";\n  for (int s = " + std::to_string(group / 2) +
+            "; s > 0; s >>= 1) {\n    if (l < s) " + array + "[l] = " + merge + ";\n    " +
+            barrier + ";\n  }\n";
+  };
+  const std::string each_j = "  for (" + L + " j = l; j < " + number(len) + "; j += " + G +
+                             ") {\n";
   body += "  " + T + " m = -" + std::string(d.infinity) + ";\n" + each_j;
   value("x");
-  body += "  m = m < x ? x : m;\n  }\n  m = " + std::string(d.isfinite) + "(m) ? m : (" + T +
-          ")0;\n";
+  body += "  m = m < x ? x : m;\n  }\n";
+  body += "  " + local + " " + T + " maxima[" + G + "];\n  maxima[l] = m;\n";
+  tree("maxima", "maxima[l] < maxima[l + s] ? maxima[l + s] : maxima[l]");
+  body += "  m = maxima[0];\n  m = " + std::string(d.isfinite) + "(m) ? m : (" + T + ")0;\n";
   body += "  " + A + " total = 0;\n" + each_j;
   value("x");
   body += "  total = " +
           arithmetic(d, "total", '+', math(d, "exp", cast(arithmetic(d, "x", '-', "m"), t, acc, d))) +
           ";\n  }\n";
-  body += each_j;
+  body += "  " + local + " " + A + " totals[" + G + "];\n  totals[l] = total;\n";
+  tree("totals", arithmetic(d, "totals[l]", '+', "totals[l + s]"));
+  body += "  total = totals[0];\n" + each_j;
   value("x");
   body += "  " + T + " shifted = " + arithmetic(d, "x", '-', "m") + ";\n";
   const std::string wide = cast("shifted", t, acc, d);
@@ -160,7 +179,12 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
       root.op == Op::softmax ? arithmetic(d, math(d, "exp", wide), '/', "total")
                              : arithmetic(d, wide, '-', math(d, "log", "total"));
   body += "  out0[base + j * " + number(inner) + "] = " + cast(result, acc, t, d) + ";\n  }\n";
-  return r.per_item_kernel(outer * inner, device, outputs, body);
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>(outer * inner) * out.local_size;
+  char head[160];
+  std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), group);
+  r.finish(head, outputs, body);
+  return std::move(out);
 }
 
 }  // namespace kiln::detail::codegen

@@ -1,6 +1,6 @@
 // The CUDA backend: the generated-kernel backend (exec/device/) on a CUDA device, its kernels
 // rendered in CUDA C (which spells out the NaN rule) and compiled by NVRTC for the device's
-// architecture, with matrix products through cuBLAS. Kernels that run the user's C++ callables,
+// architecture, with matrix products through cuBLAS and convolutions through cuDNN. Kernels that run the user's C++ callables,
 // and complex values other than products, go to the runtime's host fallback, which KILN_DEBUG
 // names and kiln::executor_report() lists.
 #include <cstdlib>
@@ -11,6 +11,7 @@
 
 #include "exec/cuda/cublas_matmul.hpp"
 #include "exec/cuda/cuda_device.hpp"
+#include "exec/cuda/cudnn_convolution.hpp"
 #include "exec/device/generated_backend.hpp"
 #include "exec/matrix_layout.hpp"
 #include "exec/runtime.hpp"
@@ -32,7 +33,7 @@ bool env_is(const char* name, std::string_view value) {
 class CudaBackend final : public device::GeneratedBackend {
  public:
   explicit CudaBackend(std::shared_ptr<CudaDevice> device)
-      : GeneratedBackend(device), device_(device), blas_(std::move(device)) {}
+      : GeneratedBackend(device), device_(device), blas_(device), dnn_(std::move(device)) {}
 
   std::string_view name() const override { return "cuda"; }
 
@@ -54,9 +55,12 @@ class CudaBackend final : public device::GeneratedBackend {
     return false;
   }
 
-  // A product cuBLAS takes runs there; false leaves it to the generated kernel.
+  // A product cuBLAS takes runs there, a convolution cuDNN takes there; false leaves it to the
+  // generated kernel.
   bool library_kernel(const KernelRun& r) override {
     const Kernel& k = r.kernel;
+    if (k.kind == Kernel::Kind::single && use_dnn_ && CudnnConvolution::takes(*k.root))
+      return convolution(r);
     if (k.kind != Kernel::Kind::matmul || !use_blas_) return false;
     const Node& root = *k.root;
     if (!CublasMatmul::takes(root)) return false;
@@ -79,14 +83,38 @@ class CudaBackend final : public device::GeneratedBackend {
   }
 
  private:
+  bool convolution(const KernelRun& r) {
+    const Kernel& k = r.kernel;
+    const Node& root = *k.root;
+    // cuDNN reads both operands as they lie: contiguous, of the node's type.
+    for (const KernelInput& in : k.inputs)
+      if ((in.view != nullptr && !in.view->is_identity()) || in.node->result->dtype() != root.dtype)
+        return false;
+    const auto a = on_device(*k.inputs[0].node->result);
+    const auto b = on_device(*k.inputs[1].node->result);
+    Output out = output(r, 0, root);
+    std::string why;
+    if (!dnn_.run(root, memory_of(*a), memory_of(*b), memory_of(*out.memory), why)) {
+      if (debug_)
+        std::cerr << "[kiln] cuda: " << root.info().name << " " << shape_to_string(root.shape)
+                  << ": " << why << "; the generated kernel computes it\n";
+      return false;
+    }
+    publish(*k.root, std::move(out));
+    return true;
+  }
+
   static CUdeviceptr memory_of(const device::DeviceBuffer& b) {
     return static_cast<const CudaMemory&>(b).handle();
   }
 
   std::shared_ptr<CudaDevice> device_;
   CublasMatmul blas_;
+  CudnnConvolution dnn_;
   // KILN_CUDA_BLAS=0 computes products with the generated kernel (to compare them).
   const bool use_blas_ = !env_is("KILN_CUDA_BLAS", "0");
+  // KILN_CUDA_DNN=0 computes convolutions with the generated kernels.
+  const bool use_dnn_ = !env_is("KILN_CUDA_DNN", "0");
   const bool debug_ = !env_is("KILN_DEBUG", "") && !env_is("KILN_DEBUG", "0");
 };
 
