@@ -263,6 +263,11 @@ std::vector<std::function<Tensor()>> graphs() {
   g.push_back([] { return kiln::mean(values(DType::i32, {4, 5}), {1}); });
   g.push_back([] { return kiln::argmax(values(DType::f32, {4, 5}), 0); });
   g.push_back([] { return kiln::sum(kiln::exp(values(DType::f32, {4, 5})) * 2.0, {1}); });
+  // Few outputs of many terms: two launches, the second merging the first's partial results.
+  g.push_back([] { return kiln::sum(kiln::exp(values(DType::f32, {20000})) * 2.0); });
+  g.push_back([] { return kiln::mean(values(DType::f64, {3, 9000}), {1}); });
+  g.push_back([] { return kiln::prod(values(DType::i64, {9000, 2}), {0}); });
+  g.push_back([] { return kiln::sum(values(DType::f16, {10000})); });
   g.push_back([] {
     return kiln::max(kiln::permute(values(DType::f32, {4, 5}), {1, 0}) + 1.0, {1});
   });

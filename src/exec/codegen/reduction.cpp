@@ -1,5 +1,6 @@
 // Kernels that reduce: reductions over adjacent axes (one work-group per output, merged in a fixed
 // tree), and softmax along an axis (one work-group per line).
+#include <algorithm>
 #include <cstdio>
 
 #include "exec/codegen/renderer.hpp"
@@ -37,19 +38,44 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   while (group < 256 && group < reduced && static_cast<std::size_t>(group) * 2 <= device.max_group)
     group *= 2;
 
+  // Few outputs of many terms each: `parts` work-groups share each output, every one summing a
+  // contiguous chunk of its terms, and a second launch merges the partial results in order, so
+  // the whole device works and the bits stay the same on every run.
+  const std::int64_t outputs_n = outer * inner;
+  std::int64_t parts = 1;
+  if (!extreme && outputs_n < 64 && reduced >= 8192) {
+    parts = std::min<std::int64_t>(reduced / (group * 32), 1024);
+    while (parts > 1 && outputs_n * parts > 4096) parts /= 2;
+  }
+  const bool split = parts > 1;
+  const std::int64_t chunk = (reduced + parts - 1) / parts;
+
   std::vector<std::string> outputs = r.begin("kiln_reduce", root.dtype);
   std::string body;
   body += "  " + L + " g = (" + L + ")" + std::string(d.group_id) + ";\n";
   body += "  int l = (int)" + std::string(d.local_id) + ";\n";
-  body += "  " + L + " base = (g / " + number(inner) + ") * " + number(reduced * inner) +
-          " + g % " + number(inner) + ";\n";
+  if (split) {
+    body += "  " + L + " part = g % " + number(parts) + ";\n";
+    body += "  " + L + " go = g / " + number(parts) + ";\n";
+  } else {
+    body += "  " + L + " go = g;\n";
+  }
+  body += "  " + L + " base = (go / " + number(inner) + ") * " + number(reduced * inner) +
+          " + go % " + number(inner) + ";\n";
   if (extreme) {
     body += "  " + T + " best = 0;\n  " + L + " at = -1;\n";
   } else {
     body += "  " + A + " acc = " + (op == Op::prod ? "1" : "0") + ";\n";
   }
-  body += "  for (" + L + " j = l; j < " + number(reduced) + "; j += " + std::to_string(group) +
-          ") {\n";
+  if (split) {
+    body += "  " + L + " end = part * " + number(chunk) + " + " + number(chunk) + ";\n  if (end > " +
+            number(reduced) + ") end = " + number(reduced) + ";\n";
+    body += "  for (" + L + " j = part * " + number(chunk) + " + l; j < end; j += " +
+            std::to_string(group) + ") {\n";
+  } else {
+    body += "  for (" + L + " j = l; j < " + number(reduced) + "; j += " +
+            std::to_string(group) + ") {\n";
+  }
   body += "  " + L + " p = base + j * " + number(inner) + ";\n";
   std::string value;
   if (k.body.empty()) {
@@ -93,7 +119,6 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
             "(accs[l], accs[l + s]);\n";
   }
   body += "    }\n    " + barrier + ";\n  }\n";
-  body += "  if (l == 0) {\n";
   std::string result;
   if (arg) {
     result = "ats[0]";
@@ -106,13 +131,44 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
       total = arithmetic(d, "accs[0]", '/', "(" + A + ")" + number(reduced));
     result = cast(cast(total, acc_type, value_type, d), value_type, out_type, d);
   }
-  body += "    " + r.write("out0", "g", result, root.dtype) + "\n";
-  body += "  }\n";
-  out.local_size = static_cast<std::size_t>(group);
-  out.global_size = static_cast<std::size_t>(outer * inner) * out.local_size;
   char head[160];
   std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), group);
-  r.finish(head, outputs, body);
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>(outputs_n * parts) * out.local_size;
+  if (!split) {
+    body += "  if (l == 0) {\n    " + r.write("out0", "g", result, root.dtype) + "\n  }\n";
+    r.finish(head, outputs, body);
+    return std::move(out);
+  }
+  // The first launch leaves each work-group's partial result in the scratch buffer; the merge
+  // kernel, one work-group per output, adds an output's partials in order in the same tree.
+  const std::string global = d.global.empty() ? std::string() : std::string(d.global) + " ";
+  body += "  if (l == 0) partials[g] = accs[0];\n";
+  int merge_group = 1;
+  while (merge_group < 256 && merge_group < parts &&
+         static_cast<std::size_t>(merge_group) * 2 <= device.max_group)
+    merge_group *= 2;
+  const std::string mg = std::to_string(merge_group);
+  std::string merge = "  " + L + " g = (" + L + ")" + std::string(d.group_id) + ";\n";
+  merge += "  int l = (int)" + std::string(d.local_id) + ";\n";
+  merge += "  " + A + " acc = " + (op == Op::prod ? "1" : "0") + ";\n";
+  merge += "  for (" + L + " q = l; q < " + number(parts) + "; q += " + mg + ") acc = " +
+           std::string(op == Op::prod ? "kiln_mul" : "kiln_add") + "(acc, partials[g * " +
+           number(parts) + " + q]);\n";
+  merge += "  " + local + " " + A + " accs[" + mg + "];\n  accs[l] = acc;\n  " + barrier + ";\n";
+  merge += "  for (int s = " + std::to_string(merge_group / 2) + "; s > 0; s >>= 1) {\n";
+  merge += "    if (l < s) accs[l] = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") +
+           "(accs[l], accs[l + s]);\n    " + barrier + ";\n  }\n";
+  merge += "  if (l == 0) {\n    " + r.write("out0", "g", result, root.dtype) + "\n  }\n";
+  char merge_head[160];
+  std::snprintf(merge_head, sizeof merge_head, std::string(d.fixed_group).c_str(), merge_group);
+  out.merge_entry = "kiln_reduce_merge";
+  const std::string after = std::string(merge_head) + " " + out.merge_entry + "(" + outputs[0] +
+                            ", " + global + "const " + A + "* partials) {\n" + merge + "}\n";
+  out.scratch_bytes = static_cast<std::size_t>(outputs_n * parts) * size_of(acc_type);
+  out.merge_local_size = static_cast<std::size_t>(merge_group);
+  out.merge_global_size = static_cast<std::size_t>(outputs_n) * out.merge_local_size;
+  r.finish(head, outputs, body, ", " + global + A + "* partials", after);
   return std::move(out);
 }
 

@@ -38,6 +38,13 @@ struct RenderedKernel {
   std::size_t global_size = 0;   // work-items in all
   std::size_t local_size = 0;    // per work-group (0: the device chooses)
   bool uses_f64 = false;
+  // A reduction of few outputs over many terms runs in two launches: where scratch_bytes is not 0,
+  // the entry point takes a scratch buffer of that size last and writes one partial result per
+  // work-group there; then `merge_entry` (in the same source; arguments: the outputs, then the
+  // scratch buffer) merges each output's partials in a fixed order.
+  std::size_t scratch_bytes = 0;
+  std::string merge_entry;
+  std::size_t merge_global_size = 0, merge_local_size = 0;
 };
 
 // Kernels the renderer has a form for: elementwise (the body, its stored nodes), materialize,

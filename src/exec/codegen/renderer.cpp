@@ -285,7 +285,8 @@ std::string Renderer::code(std::string& body, const KernelIr& ir, const std::str
 }
 
 void Renderer::finish(const std::string& head, const std::vector<std::string>& outputs,
-                      const std::string& body) {
+                      const std::string& body, const std::string& extra,
+                      const std::string& after) {
   std::string params;
   for (const std::string& o : outputs) params += (params.empty() ? "" : ", ") + o;
   for (std::size_t i = 0; i < r_.inputs.size(); ++i) {
@@ -295,10 +296,11 @@ void Renderer::finish(const std::string& head, const std::vector<std::string>& o
   }
   if (r_.seed_of >= 0) params += ", " + std::string(d_.u64) + " seed";
   if (r_.index_check) params += ", " + qualified(d_.global) + "int* bad";
+  params += extra;
   std::string src(d_.preamble);
   if (r_.uses_f64) src += d_.fp64_preamble;
-  src += helpers_for(body, d_, r_.uses_f64);
-  src += head + " " + r_.entry + "(" + params + ") {\n" + body + "}\n";
+  src += helpers_for(body + after, d_, r_.uses_f64);
+  src += head + " " + r_.entry + "(" + params + ") {\n" + body + "}\n" + after;
   r_.source = std::move(src);
 }
 

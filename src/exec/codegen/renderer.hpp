@@ -92,9 +92,11 @@ class Renderer {
                    std::vector<std::string>* stores);
 
   // The source: preamble, helpers, then the entry point after `head`, whose buffer parameters
-  // are `outputs` and the inputs the loads named.
+  // are `outputs`, the inputs the loads named and `extra` (with its leading comma), then `after`
+  // (a second entry point of the same program).
   void finish(const std::string& head, const std::vector<std::string>& outputs,
-              const std::string& body);
+              const std::string& body, const std::string& extra = "",
+              const std::string& after = "");
 
   // Ends a kernel of one work-item per position of `n`; `before` (helper functions) goes in
   // front of the entry point.

@@ -52,6 +52,7 @@ std::string render_refusal(const Kernel& k) {
 struct GeneratedBackend::Prepared final : PreparedKernel {
   RenderedKernel rendered;
   void* entry = nullptr;
+  void* merge = nullptr;  // the second launch of a two-launch reduction
 };
 
 GeneratedBackend::GeneratedBackend(std::shared_ptr<DeviceApi> device)
@@ -121,7 +122,20 @@ KernelOutcome GeneratedBackend::run(const KernelRun& r) {
     device_->upload(*bad, &zero, sizeof zero);
     arguments.push_back({bad.get()});
   }
+  std::shared_ptr<DeviceBuffer> scratch;
+  if (rk.scratch_bytes > 0) {
+    scratch = device_->allocate(rk.scratch_bytes);
+    arguments.push_back({scratch.get()});
+  }
   device_->launch(p.entry, arguments, rk.global_size, rk.local_size);
+  if (scratch) {
+    // The queue is in order: the merge reads the partials the first launch wrote, and the
+    // scratch buffer goes back to the pool only for work queued after both.
+    std::vector<KernelArgument> merge;
+    for (const Output& o : results) merge.push_back({o.memory.get()});
+    merge.push_back({scratch.get()});
+    device_->launch(p.merge, merge, rk.merge_global_size, rk.merge_local_size);
+  }
   if (bad) {
     std::int32_t flagged = 0;
     device_->download(*bad, &flagged, sizeof flagged);
@@ -187,6 +201,8 @@ const GeneratedBackend::Prepared& GeneratedBackend::prepare(const KernelRun& r) 
                     ": f64 values need a device with double precision, which " +
                     device_->name() + " does not have");
   p->entry = programs_.kernel(p->rendered.source, p->rendered.entry);
+  if (!p->rendered.merge_entry.empty())
+    p->merge = programs_.kernel(p->rendered.source, p->rendered.merge_entry);
   r.plan.prepared = p;
   return *p;
 }
