@@ -3,7 +3,9 @@
 # backend's own tests, benchmarks of kiln's CUDA and OpenCL executors next to PyTorch on CUDA
 # (bench/torch_gpu_peer.py), and the GoogleTest suite under KILN_EXECUTOR=cuda in parallel shards.
 #   scripts/gpu_check.sh BUNDLE.tar.xz OUT_DIR [phase...]
-# Phases (default: all, in this order): probe bench torch suite csuite opencl. Logs go to OUT_DIR,
+# Phases (default: all, in this order): probe bench torch suite csuite opencl; also `filter`
+# (the tests KILN_GPU_FILTER names, under CUDA, in one process) and `libraries` (convolutions and
+# the training step with cuDNN and cuBLAS on and off). Logs go to OUT_DIR,
 # with summary.txt gathering the verdicts; KILN_GPU_PACK=1 packs the logs into OUT_DIR/logs.tar.gz
 # (for a transfer that takes few files). Time limits: KILN_GPU_SUITE_S (default 240 s a shard),
 # KILN_GPU_BENCH_S (default 150 s a benchmark); KILN_GPU_OPENCL_FILTER picks the OpenCL rows.
@@ -65,8 +67,24 @@ for phase in $phases; do
         grep -qE '^\[  (PASSED|FAILED)  \]' "$out/suite_$i.log" || note "shard $i did not finish: $(tail -c 300 "$out/suite_$i.log" | tr '\n' ' ')"
       done ;;
     csuite)
-      mkdir -p /tmp/c_gpu && (cd /tmp/c_gpu && KILN_EXECUTOR=cuda timeout 120 $bin/kiln_c_tests) > "$out/c_cuda.log" 2>&1
+      # Line-buffered, with the process's resident memory logged, so that a run the kernel kills
+      # still shows where it was.
+      mkdir -p /tmp/c_gpu && (cd /tmp/c_gpu && KILN_EXECUTOR=cuda timeout 120 stdbuf -oL -eL $bin/kiln_c_tests) > "$out/c_cuda.log" 2>&1 &
+      c_pid=$!
+      while kill -0 $c_pid 2>/dev/null; do
+        ps -o rss=,args= -C kiln_c_tests >> "$out/c_cuda_rss.log" 2>/dev/null; sleep 1
+      done
+      wait $c_pid
       note "C suite (cuda): rc $? $(tail -1 "$out/c_cuda.log")" ;;
+    filter)
+      KILN_EXECUTOR=cuda timeout "${KILN_GPU_SUITE_S:-240}" $bin/kiln_tests --gtest_filter="${KILN_GPU_FILTER:-Cuda*}" > "$out/filter.log" 2>&1
+      note "filter ${KILN_GPU_FILTER:-Cuda*}: rc $? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] .*\(' "$out/filter.log" | tr '\n' ' ')" ;;
+    libraries)
+      for dnn in 1 0; do
+        KILN_EXECUTOR=cuda KILN_CUDA_DNN=$dnn timeout "${KILN_GPU_BENCH_S:-150}" $bin/kiln_bench --quick --filter conv2d > "$out/conv_dnn$dnn.log" 2>&1
+        KILN_EXECUTOR=cuda KILN_CUDA_DNN=$dnn timeout "${KILN_GPU_BENCH_S:-150}" $bin/kiln_train_bench --batches 50 --threads 16 > "$out/train_dnn$dnn.log" 2>&1
+        note "cuDNN $dnn: $(grep -E '^\| conv2d.* \| 1 ' "$out/conv_dnn$dnn.log" | awk -F'|' '{print $2 $4}' | tr -s ' ' | tr '\n' ';') train $(grep -E '^\| kiln ' "$out/train_dnn$dnn.log" | awk -F'|' '{print $5}') ms/batch"
+      done ;;
     opencl)
       KILN_EXECUTOR=opencl timeout "${KILN_GPU_BENCH_S:-150}" $bin/kiln_bench --quick \
         ${KILN_GPU_OPENCL_FILTER:+--filter "$KILN_GPU_OPENCL_FILTER"} > "$out/bench_opencl.log" 2>&1

@@ -199,9 +199,9 @@ bool CudnnConvolution::run(const Node& root, CUdeviceptr first, CUdeviceptr seco
   std::string key = std::to_string(static_cast<int>(root.op)) + (f64 ? "d" : "f");
   for (std::int64_t v : {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
     key += " " + std::to_string(v);
-  int algorithm = -1;
-  if (auto found = algorithms_.find(key); found != algorithms_.end()) {
-    algorithm = found->second;
+  Choice choice;
+  if (auto found = choices_.find(key); found != choices_.end()) {
+    choice = found->second;
   } else {
     constexpr int kMost = 16;
     int count = 0;
@@ -209,36 +209,38 @@ bool CudnnConvolution::run(const Node& root, CUdeviceptr first, CUdeviceptr seco
     if (root.op == Op::conv2d) {
       cudnnConvolutionFwdAlgoPerf_t perf[kMost];
       status = api->forward_algorithms(handle, dd.x, dd.w, dd.conv, dd.y, kMost, &count, perf);
-      algorithm = deterministic_choice(perf, count);
+      choice.algorithm = deterministic_choice(perf, count);
+      if (status == CUDNN_STATUS_SUCCESS && choice.algorithm >= 0)
+        status = api->forward_workspace(
+            handle, dd.x, dd.w, dd.conv, dd.y,
+            static_cast<cudnnConvolutionFwdAlgo_t>(choice.algorithm), &choice.workspace);
     } else if (root.op == Op::conv2d_grad_input) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[kMost];
       status = api->data_algorithms(handle, dd.w, dd.y, dd.conv, dd.x, kMost, &count, perf);
-      algorithm = deterministic_choice(perf, count);
+      choice.algorithm = deterministic_choice(perf, count);
+      if (status == CUDNN_STATUS_SUCCESS && choice.algorithm >= 0)
+        status = api->data_workspace(
+            handle, dd.w, dd.y, dd.conv, dd.x,
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algorithm), &choice.workspace);
     } else {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[kMost];
       status = api->filter_algorithms(handle, dd.x, dd.y, dd.conv, dd.w, kMost, &count, perf);
-      algorithm = deterministic_choice(perf, count);
+      choice.algorithm = deterministic_choice(perf, count);
+      if (status == CUDNN_STATUS_SUCCESS && choice.algorithm >= 0)
+        status = api->filter_workspace(
+            handle, dd.x, dd.y, dd.conv, dd.w,
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algorithm), &choice.workspace);
     }
     if (status != CUDNN_STATUS_SUCCESS) return failed(status, "choosing an algorithm");
-    algorithms_.emplace(key, algorithm);
+    choices_.emplace(key, choice);
   }
+  const int algorithm = choice.algorithm;
   if (algorithm < 0) {
     why = "cuDNN offers no deterministic algorithm within 1 GiB of workspace";
     return false;
   }
-
-  std::size_t bytes = 0;
+  const std::size_t bytes = choice.workspace;
   cudnnStatus_t status;
-  if (root.op == Op::conv2d)
-    status = api->forward_workspace(handle, dd.x, dd.w, dd.conv, dd.y,
-                                    static_cast<cudnnConvolutionFwdAlgo_t>(algorithm), &bytes);
-  else if (root.op == Op::conv2d_grad_input)
-    status = api->data_workspace(handle, dd.w, dd.y, dd.conv, dd.x,
-                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(algorithm), &bytes);
-  else
-    status = api->filter_workspace(handle, dd.x, dd.y, dd.conv, dd.w,
-                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(algorithm), &bytes);
-  if (status != CUDNN_STATUS_SUCCESS) return failed(status, "sizing the workspace");
   // From the device's pool: work queued later on the same stream may reuse it only after this.
   const auto workspace = bytes > 0 ? device_->allocate(bytes) : nullptr;
   void* space = workspace ? workspace->native_handle() : nullptr;

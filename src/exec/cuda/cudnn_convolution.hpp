@@ -45,8 +45,13 @@ class CudnnConvolution {
   std::shared_ptr<CudaDevice> device_;
   void* handle_ = nullptr;  // cudnnHandle_t, made on first use
   std::mutex mutex_;
-  // The algorithm chosen for each geometry: op, type, then N C H W O kH kW sH sW pH pW dH dW.
-  std::map<std::string, int> algorithms_;
+  // The algorithm chosen for each geometry (op, type, then N C H W O kH kW sH sW pH pW dH dW) and
+  // the workspace it needs: asking cuDNN costs more than many convolutions do.
+  struct Choice {
+    int algorithm = -1;
+    std::size_t workspace = 0;
+  };
+  std::map<std::string, Choice> choices_;
 };
 
 }  // namespace kiln::detail::cuda
