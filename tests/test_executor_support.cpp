@@ -238,7 +238,7 @@ TEST(ExecutorRegistry, NamesEveryExecutorOnceReferenceFirst) {
     return kiln::Error(kiln::ErrorCode::none, "");
   }();
   EXPECT_EQ(unknown.code(), kiln::ErrorCode::invalid_select);
-  EXPECT_NE(std::string(unknown.what()).find("reference, cpu, cuda, opencl"), std::string::npos)
+  EXPECT_NE(std::string(unknown.what()).find("reference, cpu, opencl, cuda"), std::string::npos)
       << unknown.what();
 }
 
@@ -250,14 +250,14 @@ TEST(ExecutorRegistry, TheDeviceExecutorIsTheFirstDeviceThatRuns) {
     EXPECT_EQ(e.code(), kiln::ErrorCode::device_error) << e.what();
     GTEST_SKIP() << "no device executor here: " << e.what();
   }
-  // CUDA where it opens (an NVIDIA device), else OpenCL.
-  bool cuda = true;
+  // OpenCL where it opens, else CUDA.
+  bool opencl = true;
   try {
-    kiln::cuda_executor();
+    kiln::opencl_executor();
   } catch (const kiln::Error&) {
-    cuda = false;
+    opencl = false;
   }
-  EXPECT_EQ(device->name(), cuda ? "cuda" : "opencl");
+  EXPECT_EQ(device->name(), opencl ? "opencl" : "cuda");
 }
 
 TEST(ExecutorRegistry, KilnGpuChoosesTheDeviceExecutor) {
@@ -266,7 +266,7 @@ TEST(ExecutorRegistry, KilnGpuChoosesTheDeviceExecutor) {
   setenv("KILN_GPU", "tpu", 1);
   const kiln::Error e = kiln_test::error_of([] { kiln::device_executor(); });
   EXPECT_EQ(e.code(), kiln::ErrorCode::invalid_select);
-  EXPECT_NE(std::string(e.what()).find("KILN_GPU=tpu names no device executor (known: cuda, opencl)"),
+  EXPECT_NE(std::string(e.what()).find("KILN_GPU=tpu names no device executor (known: opencl, cuda)"),
             std::string::npos) << e.what();
   setenv("KILN_GPU", "cpu", 1);  // an executor, but not a device one
   EXPECT_EQ(kiln_test::code_of([] { kiln::device_executor(); }), kiln::ErrorCode::invalid_select);

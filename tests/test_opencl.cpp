@@ -127,7 +127,7 @@ TEST(OpenCl, ALostDeviceIsAnErrorNeverACrash) {
   EXPECT_EQ(read.to_vector<float>(), values) << "the host copy stays";
   EXPECT_EQ(kiln_test::code_of([&] { unread.to_vector<float>(); }), kiln::ErrorCode::device_error);
   EXPECT_EQ((read * 3.f).eval(*kiln::cpu_executor()).to_vector<float>()[1], 6.f);
-  // The C API's GPU execution, where it is OpenCL's (not CUDA's), reports OCL_ERROR.
+  // The C API's GPU execution, where it is OpenCL's (not KILN_GPU=cuda), reports OCL_ERROR.
   if (kiln::device_executor() == gpu) {
     const float data[3] = {1, 2, 3};
     const size_t shape = 3;

@@ -76,10 +76,10 @@ std::vector<std::string> executor_names();
 /// (no device, or built without it) throws its own error (device_error); an unknown name is an
 /// invalid_select error that lists the names.
 std::shared_ptr<Executor> find_executor(std::string_view name);
-/// The first executor of a device that can run here, as the C API's *_gpu functions use it: CUDA
-/// on an NVIDIA device, else OpenCL; device_error naming each one tried when there is none. The
-/// environment variable KILN_GPU (cuda or opencl) names the one to use instead (invalid_select
-/// for a name that is not a device executor's).
+/// The first executor of a device that can run here, as the C API's *_gpu functions use it:
+/// OpenCL, else CUDA; device_error naming each one tried when there is none. The environment
+/// variable KILN_GPU (opencl or cuda) names the one to use instead (invalid_select for a name that
+/// is not a device executor's).
 std::shared_ptr<Executor> device_executor();
 /// The executor eval() uses: cpu_executor(), or the one named by the environment variable
 /// KILN_EXECUTOR (reference, cpu or opencl) at start-up, until set_executor() picks another.
