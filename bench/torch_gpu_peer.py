@@ -34,13 +34,13 @@ def median_ms(f, reps=None, inner=10):
     return statistics.median(times)
 
 
-def row(name, ms, bytes_moved=0, flops=0):
+def row(name, ms, bytes_moved=0, flops=0, unit="ms"):
     extra = ""
     if bytes_moved:
         extra = f"  bound {bytes_moved / bandwidth * 1e3:.4f} ms"
     if flops:
         extra = f"  {flops / ms / 1e9:.1f} TFLOP/s"
-    print(f"torch  {name:<44} {ms:10.4f} ms{extra}", flush=True)
+    print(f"torch  {name:<44} {ms:10.4f} {unit}{extra}", flush=True)
 
 
 print("torch", torch.__version__, "on", torch.cuda.get_device_name(), flush=True)
@@ -94,7 +94,8 @@ def chain_eager():
         torch.cuda.synchronize()  # kiln's row evaluates after each op
 
 
-row("10k x=x+1 on [4], eval each (us/op)", median_ms(chain_eager, inner=1) * 1e3 / 100)
+row("10k x=x+1 on [4], eval each (us/op)", median_ms(chain_eager, inner=1) * 1e3 / 100,
+    unit="us")
 
 
 def cnn():

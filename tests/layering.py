@@ -6,7 +6,7 @@ directory, that the front end reads values only through graph/values.hpp, that o
 write a node's IR. Usage: layering.py SOURCE_DIR OBJECT_FILE...
 
     graph      the IR, storage, shapes, gradient mode: the vocabulary of every layer
-    exec       the runtime and the backends (reference, cpu, opencl)
+    exec       the runtime and the backends (reference, cpu, opencl, cuda)
     api        the C++ front end
     autodiff   gradients, built with the front end's ops
     data       datasets, file formats

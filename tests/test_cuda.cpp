@@ -72,28 +72,12 @@ TEST(Cuda, WithoutADeviceTheErrorSaysWhatIsMissing) {
   EXPECT_EQ((kiln::ones({2}) + 1.f).to_vector<float>(), (std::vector<float>{2, 2}));
 }
 
-void expect_close(const Tensor& got, const Tensor& want, double tolerance) {
-  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
-  ASSERT_EQ(g.size(), w.size());
-  for (std::size_t i = 0; i < g.size(); ++i)
-    ASSERT_NEAR(g[i], w[i], tolerance * (1 + std::abs(w[i]))) << "element " << i;
-}
-
 #ifdef KILN_TEST_CUDA
 TEST(Cuda, FloatProductsGoToCublasThroughTheirViews) {
   REQUIRE_CUDA(gpu);
   const auto reference = kiln::reference_executor();
-  const Tensor a = kiln::uniform({3, 17, 33}, 1) - 0.5f;
-  const Tensor at = kiln::transpose(kiln::uniform({3, 33, 17}, 3) - 0.5f, 1, 2);
-  const Tensor b = kiln::transpose(kiln::uniform({3, 29, 33}, 2), 1, 2);
-  const Tensor shared = kiln::uniform({33, 29}, 4);  // one matrix broadcast over the batch
-  // Batch dimensions that do not nest: [2, 1] against [1, 3] broadcasts both ways.
-  const Tensor left = kiln::uniform({2, 1, 5, 7}, 5), right = kiln::uniform({1, 3, 7, 4}, 6);
-  const Tensor a64 = kiln::convert(a, DType::f64), b64 = kiln::convert(b, DType::f64);
-  const Tensor big = kiln::uniform({300, 200}, 7), big_b = kiln::uniform({200, 100}, 8);
-  const std::vector<std::pair<Tensor, Tensor>> products = {
-      {a, b}, {at, b}, {a, shared}, {at, kiln::uniform({3, 33, 29}, 11)},
-      {left, right}, {a64, b64}, {big, big_b}};
+  auto products = products_through_views();
+  products.emplace_back(kiln::uniform({300, 200}, 7), kiln::uniform({200, 100}, 8));
   for (const auto& [x, y] : products) {
     const std::uint64_t before = kiln::detail::cuda::CublasMatmul::products();
     const Tensor on_device = kiln::matmul(x, y).eval(*gpu);

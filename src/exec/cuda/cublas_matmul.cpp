@@ -1,7 +1,6 @@
 #include "exec/cuda/cublas_matmul.hpp"
 
 #include <cublas_v2.h>
-#include <dlfcn.h>
 
 #include <atomic>
 #include <complex>
@@ -9,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "exec/cuda/loaded_library.hpp"
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
 
@@ -31,17 +31,14 @@ struct CublasApi {
 const CublasApi* cublas_api(std::string& why) {
   static std::string missing;
   static const CublasApi* api = []() -> const CublasApi* {
-    void* library = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) library = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+    void* library = open_library({"libcublas.so.13", "libcublas.so"});
     if (library == nullptr) {
       missing = "cuBLAS (libcublas.so.13) is not installed here";
       return nullptr;
     }
     static CublasApi a{};
     const auto resolve = [&](const char* symbol, auto& into) {
-      into = reinterpret_cast<std::remove_reference_t<decltype(into)>>(dlsym(library, symbol));
-      if (into == nullptr) missing = std::string("the loaded cuBLAS has no ") + symbol;
-      return into != nullptr;
+      return cuda::resolve(library, symbol, into, missing);
     };
     const bool all = resolve("cublasCreate_v2", a.create) &&
                      resolve("cublasDestroy_v2", a.destroy) &&

@@ -24,12 +24,6 @@ namespace kiln {
 namespace detail::cuda {
 namespace {
 
-// Whether the variable `name` is set to `value` (unset counts as "").
-bool env_is(const char* name, std::string_view value) {
-  const char* v = std::getenv(name);
-  return std::string_view(v ? v : "") == value;
-}
-
 class CudaBackend final : public device::GeneratedBackend {
  public:
   explicit CudaBackend(std::shared_ptr<CudaDevice> device)
@@ -63,25 +57,14 @@ class CudaBackend final : public device::GeneratedBackend {
     const Kernel& k = r.kernel;
     if (k.kind == Kernel::Kind::single && use_dnn_ && CudnnConvolution::takes(*k.root))
       return convolution(r);
-    if (k.kind != Kernel::Kind::matmul || !use_blas_) return false;
-    const Node& root = *k.root;
-    if (!CublasMatmul::takes(root)) return false;
-    auto la = library_layout(k.inputs[0], root.inputs[0]->shape, root.dtype);
-    auto lb = library_layout(k.inputs[1], root.inputs[1]->shape, root.dtype);
-    if (!la || !lb) return false;
-    const auto a = on_device(*k.inputs[0].node->result);
-    const auto b = on_device(*k.inputs[1].node->result);
-    Output out = output(r, 0, root);
-    std::string why;
-    if (!blas_.run(root, {memory_of(*a), std::move(*la)}, {memory_of(*b), std::move(*lb)},
-                   memory_of(*out.memory), why)) {
-      if (debug_)
-        std::cerr << "[kiln] cuda: matmul " << shape_to_string(root.shape) << ": " << why
-                  << "; the generated kernel computes it\n";
+    if (k.kind != Kernel::Kind::matmul || !use_blas_ || !CublasMatmul::takes(*k.root))
       return false;
-    }
-    publish(*k.root, std::move(out));
-    return true;
+    return library_product(r, [&](const device::DeviceBuffer& a, MatrixLayout a_layout,
+                                  const device::DeviceBuffer& b, MatrixLayout b_layout,
+                                  const device::DeviceBuffer& out, std::string& why) {
+      return blas_.run(*k.root, {memory_of(a), std::move(a_layout)},
+                       {memory_of(b), std::move(b_layout)}, memory_of(out), why);
+    });
   }
 
  private:
@@ -114,10 +97,9 @@ class CudaBackend final : public device::GeneratedBackend {
   CublasMatmul blas_;
   CudnnConvolution dnn_;
   // KILN_CUDA_BLAS=0 computes products with the generated kernel (to compare them).
-  const bool use_blas_ = !env_is("KILN_CUDA_BLAS", "0");
+  const bool use_blas_ = !environment_is("KILN_CUDA_BLAS", "0");
   // KILN_CUDA_DNN=0 computes convolutions with the generated kernels.
-  const bool use_dnn_ = !env_is("KILN_CUDA_DNN", "0");
-  const bool debug_ = !env_is("KILN_DEBUG", "") && !env_is("KILN_DEBUG", "0");
+  const bool use_dnn_ = !environment_is("KILN_CUDA_DNN", "0");
 };
 
 }  // namespace

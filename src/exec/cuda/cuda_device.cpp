@@ -1,6 +1,7 @@
 #include "exec/cuda/cuda_device.hpp"
 
-#include <dlfcn.h>
+#include "exec/cuda/loaded_library.hpp"
+
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -52,53 +53,51 @@ namespace {
   throw Error(ErrorCode::device_error, "CUDA: " + what);
 }
 
-template <class F> void resolve(void* library, const char* symbol, F& into) {
-  into = reinterpret_cast<F>(dlsym(library, symbol));
-  if (into == nullptr) missing(std::string("the loaded library has no ") + symbol);
-}
-
 // Loaded once per process; an error (no driver) is kept and given again.
 const DriverApi& driver_api() {
   static const DriverApi api = [] {
-    void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (cuda == nullptr)
+    void* driver = open_library({"libcuda.so.1"});
+    if (driver == nullptr)
       missing("NVIDIA's driver (libcuda.so.1) is not installed here, so no CUDA device was found");
-    void* nvrtc = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (nvrtc == nullptr) nvrtc = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
+    void* nvrtc = open_library({"libnvrtc.so.13", "libnvrtc.so"});
     if (nvrtc == nullptr)
       missing("NVRTC (libnvrtc.so.13, from the CUDA toolkit) is not installed here; kiln compiles "
               "its CUDA kernels with it");
     DriverApi a{};
-    resolve(cuda, "cuInit", a.init);
-    resolve(cuda, "cuDriverGetVersion", a.driver_version);
-    resolve(cuda, "cuDeviceGetCount", a.device_count);
-    resolve(cuda, "cuDeviceGet", a.device_get);
-    resolve(cuda, "cuDeviceGetName", a.device_name);
-    resolve(cuda, "cuDeviceGetAttribute", a.device_attribute);
-    resolve(cuda, "cuDeviceTotalMem_v2", a.total_memory);
-    resolve(cuda, "cuDevicePrimaryCtxRetain", a.retain_context);
-    resolve(cuda, "cuDevicePrimaryCtxRelease_v2", a.release_context);
-    resolve(cuda, "cuCtxSetCurrent", a.set_current);
-    resolve(cuda, "cuStreamCreate", a.stream_create);
-    resolve(cuda, "cuStreamDestroy_v2", a.stream_destroy);
-    resolve(cuda, "cuStreamSynchronize", a.stream_synchronize);
-    resolve(cuda, "cuMemAlloc_v2", a.alloc);
-    resolve(cuda, "cuMemFree_v2", a.free);
-    resolve(cuda, "cuMemcpyHtoDAsync_v2", a.upload);
-    resolve(cuda, "cuMemcpyDtoHAsync_v2", a.download);
-    resolve(cuda, "cuModuleLoadData", a.module_load);
-    resolve(cuda, "cuModuleUnload", a.module_unload);
-    resolve(cuda, "cuModuleGetFunction", a.module_function);
-    resolve(cuda, "cuLaunchKernel", a.launch);
-    resolve(cuda, "cuGetErrorName", a.error_name);
-    resolve(nvrtc, "nvrtcCreateProgram", a.nvrtc_create);
-    resolve(nvrtc, "nvrtcCompileProgram", a.nvrtc_compile);
-    resolve(nvrtc, "nvrtcGetProgramLogSize", a.nvrtc_log_size);
-    resolve(nvrtc, "nvrtcGetProgramLog", a.nvrtc_log);
-    resolve(nvrtc, "nvrtcGetCUBINSize", a.nvrtc_cubin_size);
-    resolve(nvrtc, "nvrtcGetCUBIN", a.nvrtc_cubin);
-    resolve(nvrtc, "nvrtcDestroyProgram", a.nvrtc_destroy);
-    resolve(nvrtc, "nvrtcVersion", a.nvrtc_version);
+    std::string why;
+    const auto need = [&](void* library, const char* symbol, auto& into) {
+      if (!cuda::resolve(library, symbol, into, why)) missing(why);
+    };
+    need(driver, "cuInit", a.init);
+    need(driver, "cuDriverGetVersion", a.driver_version);
+    need(driver, "cuDeviceGetCount", a.device_count);
+    need(driver, "cuDeviceGet", a.device_get);
+    need(driver, "cuDeviceGetName", a.device_name);
+    need(driver, "cuDeviceGetAttribute", a.device_attribute);
+    need(driver, "cuDeviceTotalMem_v2", a.total_memory);
+    need(driver, "cuDevicePrimaryCtxRetain", a.retain_context);
+    need(driver, "cuDevicePrimaryCtxRelease_v2", a.release_context);
+    need(driver, "cuCtxSetCurrent", a.set_current);
+    need(driver, "cuStreamCreate", a.stream_create);
+    need(driver, "cuStreamDestroy_v2", a.stream_destroy);
+    need(driver, "cuStreamSynchronize", a.stream_synchronize);
+    need(driver, "cuMemAlloc_v2", a.alloc);
+    need(driver, "cuMemFree_v2", a.free);
+    need(driver, "cuMemcpyHtoDAsync_v2", a.upload);
+    need(driver, "cuMemcpyDtoHAsync_v2", a.download);
+    need(driver, "cuModuleLoadData", a.module_load);
+    need(driver, "cuModuleUnload", a.module_unload);
+    need(driver, "cuModuleGetFunction", a.module_function);
+    need(driver, "cuLaunchKernel", a.launch);
+    need(driver, "cuGetErrorName", a.error_name);
+    need(nvrtc, "nvrtcCreateProgram", a.nvrtc_create);
+    need(nvrtc, "nvrtcCompileProgram", a.nvrtc_compile);
+    need(nvrtc, "nvrtcGetProgramLogSize", a.nvrtc_log_size);
+    need(nvrtc, "nvrtcGetProgramLog", a.nvrtc_log);
+    need(nvrtc, "nvrtcGetCUBINSize", a.nvrtc_cubin_size);
+    need(nvrtc, "nvrtcGetCUBIN", a.nvrtc_cubin);
+    need(nvrtc, "nvrtcDestroyProgram", a.nvrtc_destroy);
+    need(nvrtc, "nvrtcVersion", a.nvrtc_version);
     return a;
   }();
   return api;

@@ -1,7 +1,6 @@
 #include "exec/cuda/cudnn_convolution.hpp"
 
 #include <cudnn.h>
-#include <dlfcn.h>
 
 #include <atomic>
 #include <limits>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "exec/window2d.hpp"
+#include "exec/cuda/loaded_library.hpp"
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
 
@@ -46,16 +46,14 @@ struct CudnnApi {
 const CudnnApi* cudnn_api(std::string& why) {
   static std::string missing;
   static const CudnnApi* api = []() -> const CudnnApi* {
-    void* library = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    void* library = open_library({"libcudnn.so.9"});
     if (library == nullptr) {
       missing = "cuDNN 9 (libcudnn.so.9) is not installed here";
       return nullptr;
     }
     static CudnnApi a{};
     const auto resolve = [&](const char* symbol, auto& into) {
-      into = reinterpret_cast<std::remove_reference_t<decltype(into)>>(dlsym(library, symbol));
-      if (into == nullptr) missing = std::string("the loaded cuDNN has no ") + symbol;
-      return into != nullptr;
+      return cuda::resolve(library, symbol, into, missing);
     };
     const bool all =
         resolve("cudnnCreate", a.create) && resolve("cudnnDestroy", a.destroy) &&

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,31 @@ KernelOutcome GeneratedBackend::run(const KernelRun& r) {
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) publish(*outputs[i], std::move(results[i]));
   return KernelOutcome::ran;
+}
+
+bool GeneratedBackend::library_product(const KernelRun& r, const ProductCall& call) {
+  const Kernel& k = r.kernel;
+  const Node& root = *k.root;
+  auto la = library_layout(k.inputs[0], root.inputs[0]->shape, root.dtype);
+  auto lb = library_layout(k.inputs[1], root.inputs[1]->shape, root.dtype);
+  if (!la || !lb) return false;
+  const auto a = on_device(*k.inputs[0].node->result);
+  const auto b = on_device(*k.inputs[1].node->result);
+  Output out = output(r, 0, root);
+  std::string why;
+  if (!call(*a, std::move(*la), *b, std::move(*lb), *out.memory, why)) {
+    if (debug_)
+      std::cerr << "[kiln] " << name() << ": matmul " << shape_to_string(root.shape) << ": " << why
+                << "; the generated kernel computes it\n";
+    return false;
+  }
+  publish(*k.root, std::move(out));
+  return true;
+}
+
+bool GeneratedBackend::environment_is(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return std::string_view(v ? v : "") == value;
 }
 
 void GeneratedBackend::place(const Buffer& values) {

@@ -5,12 +5,15 @@
 // names itself, says what it fuses, and may hand kernels to its own libraries (BLAS products).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "exec/backend.hpp"
 #include "exec/device/device_api.hpp"
 #include "exec/device/program_cache.hpp"
+#include "exec/matrix_layout.hpp"
 
 namespace kiln::detail::device {
 
@@ -57,6 +60,19 @@ class GeneratedBackend : public Backend {
   static void publish(Node& n, Output o);
   // The buffer's copy on this device, uploaded now if it has none.
   std::shared_ptr<DeviceBuffer> on_device(const Buffer& b);
+
+  // For library_kernel: the matmul kernel `r` through the backend's BLAS. Where both operands lie
+  // as a BLAS reads them (library_layout), `call` gets their device buffers and layouts and the
+  // result's buffer, and the result is published when it succeeds; otherwise false (KILN_DEBUG
+  // names the reason) leaves the product to the generated kernel.
+  using ProductCall =
+      std::function<bool(const DeviceBuffer& a, MatrixLayout a_layout, const DeviceBuffer& b,
+                         MatrixLayout b_layout, const DeviceBuffer& out, std::string& why)>;
+  bool library_product(const KernelRun& r, const ProductCall& call);
+  // Whether the environment variable `name` is set to `value` (unset counts as "").
+  static bool environment_is(const char* name, std::string_view value);
+  // KILN_DEBUG: name each kernel a library refused.
+  const bool debug_ = !environment_is("KILN_DEBUG", "") && !environment_is("KILN_DEBUG", "0");
 
  private:
   struct Prepared;

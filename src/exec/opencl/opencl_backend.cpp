@@ -24,12 +24,6 @@ namespace detail::opencl {
 
 namespace {
 
-// Whether the variable `name` is set to `value` (unset counts as "").
-bool env_is(const char* name, std::string_view value) {
-  const char* v = std::getenv(name);
-  return std::string_view(v ? v : "") == value;
-}
-
 class OpenClBackend final : public device::GeneratedBackend {
  public:
   explicit OpenClBackend(std::shared_ptr<OpenClDevice> device)
@@ -62,25 +56,15 @@ class OpenClBackend final : public device::GeneratedBackend {
   // A product CLBlast takes runs there; false leaves it to the generated kernel.
   bool library_kernel(const KernelRun& r) override {
     const Kernel& k = r.kernel;
-    if (k.kind != Kernel::Kind::matmul || !use_clblast_) return false;
-    const Node& root = *k.root;
-    if (!clblast_takes(root, device_->traits().fp64)) return false;
-    auto la = library_layout(k.inputs[0], root.inputs[0]->shape, root.dtype);
-    auto lb = library_layout(k.inputs[1], root.inputs[1]->shape, root.dtype);
-    if (!la || !lb) return false;
-    const auto a = on_device(*k.inputs[0].node->result);
-    const auto b = on_device(*k.inputs[1].node->result);
-    Output out = output(r, 0, root);
-    std::string why;
-    if (!clblast_matmul(*device_, root, {memory_of(*a), std::move(*la)},
-                        {memory_of(*b), std::move(*lb)}, memory_of(*out.memory), why)) {
-      if (debug_)
-        std::cerr << "[kiln] opencl: matmul " << shape_to_string(root.shape) << ": " << why
-                  << "; the generated kernel computes it\n";
+    if (k.kind != Kernel::Kind::matmul || !use_clblast_ ||
+        !clblast_takes(*k.root, device_->traits().fp64))
       return false;
-    }
-    publish(*k.root, std::move(out));
-    return true;
+    return library_product(r, [&](const device::DeviceBuffer& a, MatrixLayout a_layout,
+                                  const device::DeviceBuffer& b, MatrixLayout b_layout,
+                                  const device::DeviceBuffer& out, std::string& why) {
+      return clblast_matmul(*device_, *k.root, {memory_of(a), std::move(a_layout)},
+                            {memory_of(b), std::move(b_layout)}, memory_of(out), why);
+    });
   }
 
  private:
@@ -91,8 +75,7 @@ class OpenClBackend final : public device::GeneratedBackend {
   std::shared_ptr<OpenClDevice> device_;
   // KILN_OPENCL_BLAS=0 computes products with the generated kernel (to compare, or to avoid
   // CLBlast's first-use compilation).
-  const bool use_clblast_ = !env_is("KILN_OPENCL_BLAS", "0");
-  const bool debug_ = !env_is("KILN_DEBUG", "") && !env_is("KILN_DEBUG", "0");
+  const bool use_clblast_ = !environment_is("KILN_OPENCL_BLAS", "0");
 };
 
 // The device the executor opened, for simulate_device_loss.
