@@ -69,7 +69,7 @@ for phase in $phases; do
     csuite)
       # Line-buffered, with the process's resident memory logged, so that a run the kernel kills
       # still shows where it was.
-      mkdir -p /tmp/c_gpu && (cd /tmp/c_gpu && KILN_EXECUTOR=cuda timeout 120 stdbuf -oL -eL $bin/kiln_c_tests) > "$out/c_cuda.log" 2>&1 &
+      mkdir -p /tmp/c_gpu && (cd /tmp/c_gpu && KILN_C_TESTS_VERBOSE=1 KILN_EXECUTOR=cuda timeout 120 stdbuf -oL -eL $bin/kiln_c_tests) > "$out/c_cuda.log" 2>&1 &
       c_pid=$!
       while kill -0 $c_pid 2>/dev/null; do
         ps -o rss=,args= -C kiln_c_tests >> "$out/c_cuda_rss.log" 2>/dev/null; sleep 1

@@ -69,6 +69,7 @@ TEST(Cuda, WithoutADeviceTheErrorSaysWhatIsMissing) {
   for (const auto& executor : kiln::executors()) EXPECT_NE(executor->name(), "cuda");
   EXPECT_EQ(kiln_test::code_of([] { kiln::find_executor("cuda"); }),
             kiln::ErrorCode::device_error);
+  EXPECT_EQ(kiln_test::code_of([] { kiln::cuda_memory_stats(); }), kiln::ErrorCode::device_error);
   EXPECT_EQ((kiln::ones({2}) + 1.f).to_vector<float>(), (std::vector<float>{2, 2}));
 }
 
@@ -136,9 +137,28 @@ TEST(Cuda, RunningOutOfDeviceMemoryIsACleanError) {
   });
   EXPECT_EQ(e.code(), kiln::ErrorCode::out_of_memory) << e.what();
   EXPECT_NE(std::string(e.what()).find("bytes"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("held"), std::string::npos) << e.what();
   EXPECT_FLOAT_EQ(kept.to_vector<float>().back(), 2.f);
   // The device still works, with its memory back.
   EXPECT_EQ((kept * 2.f).eval(*gpu).to_vector<float>().back(), 4.f);
+}
+
+TEST(Cuda, MemoryStatsFollowWhatTensorsHold) {
+  REQUIRE_CUDA(gpu);
+  const kiln::CudaMemoryStats before = kiln::cuda_memory_stats();
+  EXPECT_LE(before.allocated, before.reserved);
+  EXPECT_LE(before.allocated, before.peak);
+  {
+    const Tensor t = (kiln::full({16 << 20}, 1.f) * 2.f).eval(*gpu);  // 64 MiB on the device
+    const kiln::CudaMemoryStats holding = kiln::cuda_memory_stats();
+    EXPECT_GE(holding.allocated, before.allocated + (std::size_t{64} << 20));
+    EXPECT_GE(holding.peak, holding.allocated);
+    EXPECT_GE(holding.reserved, holding.allocated);
+  }
+  const kiln::CudaMemoryStats after = kiln::cuda_memory_stats();
+  EXPECT_LT(after.allocated, before.allocated + (std::size_t{1} << 20))
+      << "the tensor's memory is given back";
+  EXPECT_GE(after.peak, before.allocated + (std::size_t{64} << 20));
 }
 
 TEST(Cuda, SeveralThreadsUseTheDeviceAtOnce) {

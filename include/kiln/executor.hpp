@@ -3,6 +3,7 @@
 /// oracle for every faster executor.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
@@ -59,6 +60,16 @@ std::shared_ptr<Executor> opencl_executor();
 /// kiln runs without them. Throws kiln::Error(device_error) when kiln was built without CUDA, or
 /// the driver, NVRTC or a device is missing, saying which.
 std::shared_ptr<Executor> cuda_executor();
+/// The CUDA executor's device memory as its pool sees it, in bytes: `allocated` to tensors and
+/// library workspaces now, `reserved` from the driver (allocated, plus what the pool keeps for
+/// reuse), and `peak`, the most allocated at once since the executor opened. Throws
+/// kiln::Error(device_error) as cuda_executor() does where there is no CUDA device.
+struct CudaMemoryStats {
+  std::size_t allocated = 0;
+  std::size_t reserved = 0;
+  std::size_t peak = 0;
+};
+CudaMemoryStats cuda_memory_stats();
 /// The OpenCL devices present, one line each: "platform:index name (type), OpenCL version" (the
 /// "platform:index" form is what KILN_OPENCL_DEVICE accepts besides a part of the name). Empty
 /// when kiln was built without OpenCL or no platform is installed.

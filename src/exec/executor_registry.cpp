@@ -9,6 +9,10 @@ std::shared_ptr<Executor> cuda_executor() {
   throw Error(ErrorCode::device_error,
               "kiln was built without CUDA (the CUDA toolkit was not found, or KILN_WITH_CUDA=OFF)");
 }
+CudaMemoryStats cuda_memory_stats() {
+  cuda_executor();  // throws
+  return {};
+}
 #endif
 
 #ifndef KILN_HAS_OPENCL

@@ -140,16 +140,25 @@ int main(void) {
   /* Errors are tested on purpose below; keep stderr quiet (test_logging turns logging on). */
   fSetLoggingLevel(F_NO_LOGGING);
 
-  test_nodes();
-  test_ops();
-  test_execution();
-  test_gradients();
-  test_errors();
-  test_logging();
-  test_serialization();
-  test_images();
-  test_flint_idioms();
-  test_hostile();
+  {
+    /* KILN_C_TESTS_VERBOSE=1 names each group as it starts (to find where a run stopped). */
+    const char *verbose = getenv("KILN_C_TESTS_VERBOSE");
+    static const struct {
+      const char *name;
+      void (*run)(void);
+    } groups[] = {{"nodes", test_nodes},           {"ops", test_ops},
+                  {"execution", test_execution},   {"gradients", test_gradients},
+                  {"errors", test_errors},         {"logging", test_logging},
+                  {"serialization", test_serialization}, {"images", test_images},
+                  {"flint_idioms", test_flint_idioms},   {"hostile", test_hostile}};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; ++i) {
+      if (verbose != NULL && strcmp(verbose, "1") == 0) {
+        printf("[group %s: %d checks so far]\n", groups[i].name, kt_checks);
+        fflush(stdout);
+      }
+      groups[i].run();
+    }
+  }
 
   flintCleanup();
   printf("%d passed, %d failed\n", kt_checks - kt_failures, kt_failures);

@@ -102,6 +102,12 @@ class CudaBackend final : public device::GeneratedBackend {
   const bool use_dnn_ = !environment_is("KILN_CUDA_DNN", "0");
 };
 
+// The device the executor opened, for cuda_memory_stats.
+std::weak_ptr<CudaDevice>& opened_device() {
+  static std::weak_ptr<CudaDevice> device;
+  return device;
+}
+
 }  // namespace
 }  // namespace detail::cuda
 
@@ -110,14 +116,26 @@ std::shared_ptr<Executor> cuda_executor() {
   static const std::variant<std::shared_ptr<Executor>, Error> instance =
       []() -> std::variant<std::shared_ptr<Executor>, Error> {
     try {
-      return detail::make_runtime(
-          std::make_unique<detail::cuda::CudaBackend>(detail::cuda::CudaDevice::open()));
+      auto device = detail::cuda::CudaDevice::open();
+      detail::cuda::opened_device() = device;
+      return detail::make_runtime(std::make_unique<detail::cuda::CudaBackend>(std::move(device)));
     } catch (const Error& e) {
       return e;
     }
   }();
   if (const auto* error = std::get_if<Error>(&instance)) throw *error;
   return std::get<std::shared_ptr<Executor>>(instance);
+}
+
+CudaMemoryStats cuda_memory_stats() {
+  const std::shared_ptr<Executor> executor = cuda_executor();  // throws where there is no device
+  const auto device = detail::cuda::opened_device().lock();
+  if (!device) return {};
+  CudaMemoryStats stats;
+  stats.allocated = device->allocated_bytes();
+  stats.reserved = stats.allocated + device->pooled_bytes();
+  stats.peak = device->peak_bytes();
+  return stats;
 }
 
 }  // namespace kiln

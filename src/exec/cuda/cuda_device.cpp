@@ -218,11 +218,24 @@ void CudaMemory::download(void* to, std::size_t bytes) const { device_->download
 std::size_t CudaDevice::bytes_of(DType dtype, std::int64_t numel) const {
   const std::uint64_t most = total_memory_ / size_of(dtype);
   if (numel < 0 || static_cast<std::uint64_t>(numel) > most)
-    throw Error(ErrorCode::out_of_memory, "CUDA: " + std::to_string(numel) + " " +
-                                              dtype_name(dtype) + " values exceed the memory of " +
-                                              name_ + " (" + std::to_string(total_memory_) +
-                                              " bytes)");
+    throw Error(ErrorCode::out_of_memory,
+                "CUDA: " + std::to_string(numel) + " " + dtype_name(dtype) +
+                    " values exceed the memory of " + name_ + " (" +
+                    std::to_string(total_memory_) + " bytes, " +
+                    std::to_string(allocated_bytes()) + " of them held by kiln's buffers)");
   return static_cast<std::size_t>(numel) * size_of(dtype);
+}
+
+std::size_t CudaDevice::pooled_bytes() const {
+  std::lock_guard lock(pool_mutex_);
+  return pooled_bytes_;
+}
+
+void CudaDevice::count_allocation(std::size_t bytes) {
+  const std::size_t now = allocated_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  std::size_t peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
 }
 
 std::shared_ptr<device::DeviceBuffer> CudaDevice::allocate(std::size_t bytes) {
@@ -235,6 +248,7 @@ std::shared_ptr<device::DeviceBuffer> CudaDevice::allocate(std::size_t bytes) {
       const CUdeviceptr ptr = it->second;
       pool_.erase(it);
       pooled_bytes_ -= size;
+      count_allocation(size);
       return std::make_shared<CudaMemory>(shared_from_this(), ptr, size);
     }
   }
@@ -244,12 +258,18 @@ std::shared_ptr<device::DeviceBuffer> CudaDevice::allocate(std::size_t bytes) {
     release_pool();  // what the pool keeps may be what is missing
     status = api_->alloc(&ptr, size);
   }
+  if (status == CUDA_ERROR_OUT_OF_MEMORY)
+    throw Error(ErrorCode::out_of_memory,
+                "CUDA: " + name_ + " has no " + std::to_string(size) + " bytes free for a buffer (" +
+                    std::to_string(allocated_bytes()) + " bytes held by kiln's buffers)");
   checked(status, ("cuMemAlloc of " + std::to_string(size) + " bytes on " + name_).c_str());
+  count_allocation(size);
   return std::make_shared<CudaMemory>(shared_from_this(), ptr, size);
 }
 
 void CudaDevice::give_back(CUdeviceptr ptr, std::size_t bytes) {
   bind();
+  allocated_.fetch_sub(bytes, std::memory_order_relaxed);
   {
     std::lock_guard lock(pool_mutex_);
     if (pooled_bytes_ + bytes <= kMostPooledBytes) {

@@ -72,6 +72,10 @@ class CudaDevice final : public device::DeviceApi,
   void usable() const override;
   void bind() const;  // makes the device's context current on the calling thread
   CUstream stream() const { return stream_; }
+  // Bytes allocated to buffers now, kept by the pool, and the most allocated at once.
+  std::size_t allocated_bytes() const { return allocated_.load(std::memory_order_relaxed); }
+  std::size_t pooled_bytes() const;
+  std::size_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
 
  private:
   friend class CudaMemory;
@@ -89,7 +93,9 @@ class CudaDevice final : public device::DeviceApi,
   DeviceTraits traits_;
   std::size_t total_memory_ = 0;
 
-  std::mutex pool_mutex_;
+  std::atomic<std::size_t> allocated_{0}, peak_{0};
+  void count_allocation(std::size_t bytes);
+  mutable std::mutex pool_mutex_;
   std::multimap<std::size_t, CUdeviceptr> pool_;
   std::size_t pooled_bytes_ = 0;
 };
