@@ -5,7 +5,6 @@
 // a real device out-of-memory, and calls from several threads.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -142,45 +141,6 @@ TEST(Cuda, RunningOutOfDeviceMemoryIsACleanError) {
   EXPECT_FLOAT_EQ(kept.to_vector<float>().back(), 2.f);
   // The device still works, with its memory back.
   EXPECT_EQ((kept * 2.f).eval(*gpu).to_vector<float>().back(), 4.f);
-}
-
-// set_float32_matmul_precision: PyTorch's names; TF32 only where it is allowed.
-TEST(Cuda, Float32MatmulPrecisionTakesPytorchsNames) {
-  EXPECT_EQ(kiln::float32_matmul_precision(), "highest");
-  const kiln::Error e = kiln_test::error_of([] { kiln::set_float32_matmul_precision("fast"); });
-  EXPECT_EQ(e.code(), kiln::ErrorCode::invalid_select);
-  EXPECT_NE(std::string(e.what()).find("'fast' is none of highest, high, medium"),
-            std::string::npos) << e.what();
-  struct Restore {
-    ~Restore() { kiln::set_float32_matmul_precision("highest"); }
-  } restore;
-  kiln::set_float32_matmul_precision("high");
-  EXPECT_EQ(kiln::float32_matmul_precision(), "high");
-  // The CPU computes in f32 whatever the setting.
-  const Tensor a = kiln::uniform({64, 300}, 1), b = kiln::uniform({300, 64}, 2);
-  const auto cpu = kiln::matmul(a, b).eval(*kiln::cpu_executor()).to_vector<float>();
-  const auto want = kiln::matmul(a, b).eval(*kiln::reference_executor()).to_vector<float>();
-  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(cpu[i], want[i], 1e-5 * want[i]);
-}
-
-TEST(Cuda, Tf32IsUsedOnlyWhereThePrecisionAllowsIt) {
-  REQUIRE_CUDA(gpu);
-  struct Restore {
-    ~Restore() { kiln::set_float32_matmul_precision("highest"); }
-  } restore;
-  kiln::set_float32_matmul_precision("high");
-  const Tensor a = kiln::uniform({64, 300}, 1), b = kiln::uniform({300, 64}, 2);
-  const auto want = kiln::matmul(a, b).eval(*kiln::reference_executor()).to_vector<float>();
-  // TF32 keeps 10 bits of each operand: errors near 1e-3 relative, which exact f32 never has.
-  double worst = 0;
-  const auto tf32 = kiln::matmul(a, b).eval(*gpu).to_vector<float>();
-  for (std::size_t i = 0; i < want.size(); ++i)
-    worst = std::max(worst, std::abs(double(tf32[i]) - want[i]) / want[i]);
-  EXPECT_GT(worst, 1e-5) << "TF32 was allowed but the product is exact";
-  EXPECT_LT(worst, 1e-2);
-  kiln::set_float32_matmul_precision("highest");
-  const auto exact = kiln::matmul(a, b).eval(*gpu).to_vector<float>();
-  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(exact[i], want[i], 1e-5 * want[i]);
 }
 
 TEST(Cuda, MemoryStatsFollowWhatTensorsHold) {

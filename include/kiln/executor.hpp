@@ -97,14 +97,6 @@ std::shared_ptr<Executor> device_executor();
 std::shared_ptr<Executor> current_executor();
 void set_executor(std::shared_ptr<Executor> executor);
 
-/// PyTorch's torch.set_float32_matmul_precision: how a device may compute f32 matrix products and
-/// convolutions. "highest" (the default) computes them in f32 arithmetic, as the reference does.
-/// "high" and "medium" let the CUDA executor use TF32 tensor cores (cuBLAS, cuDNN), which keep 10
-/// bits of each operand's mantissa and run several times faster. The CPU and OpenCL executors
-/// compute in f32 either way. Any other name is an invalid_select error.
-void set_float32_matmul_precision(std::string_view precision);
-std::string float32_matmul_precision();
-
 /// One kind of kernel an executor left to the host's reference code in this process.
 struct ExecutorReportLine {
   std::string executor;  ///< "opencl"

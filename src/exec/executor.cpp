@@ -121,27 +121,6 @@ std::shared_ptr<Executor> device_executor() {
               tried.empty() ? std::string("kiln was built without a device backend") : tried);
 }
 
-namespace {
-// 0: "highest", 1: "high", 2: "medium" (set_float32_matmul_precision).
-std::atomic<int> matmul_precision{0};
-constexpr const char* kPrecisions[] = {"highest", "high", "medium"};
-}  // namespace
-
-void set_float32_matmul_precision(std::string_view precision) {
-  for (int i = 0; i < 3; ++i)
-    if (precision == kPrecisions[i]) {
-      matmul_precision.store(i, std::memory_order_relaxed);
-      return;
-    }
-  throw Error(ErrorCode::invalid_select, "set_float32_matmul_precision: '" +
-                                             std::string(precision) +
-                                             "' is none of highest, high, medium");
-}
-
-std::string float32_matmul_precision() {
-  return kPrecisions[matmul_precision.load(std::memory_order_relaxed)];
-}
-
 std::shared_ptr<Executor> current_executor() {
   std::lock_guard lock(executor_mutex());
   return executor_slot();

@@ -11,7 +11,6 @@
 #include "exec/cuda/loaded_library.hpp"
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
-#include "kiln/executor.hpp"
 
 namespace kiln::detail::cuda {
 
@@ -157,12 +156,10 @@ bool CublasMatmul::run(const Node& root, const BlasOperand& a, const BlasOperand
     }
     handle_ = handle;
     api->set_stream(handle, device_->stream());
+    // Exact f32 products: no TF32 unless asked (NVIDIA_TF32_OVERRIDE is NVIDIA's own switch).
+    api->set_math_mode(handle, CUBLAS_DEFAULT_MATH);
   }
   const auto handle = static_cast<cublasHandle_t>(handle_);
-  // Exact f32 products unless set_float32_matmul_precision allows TF32.
-  api->set_math_mode(handle, root.dtype == DType::f32 && float32_matmul_precision() != "highest"
-                                 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                 : CUBLAS_DEFAULT_MATH);
   cublasStatus_t status;
   switch (root.dtype) {
     case DType::f32: status = gemm<float>(*api, handle, root, a, b, out); break;

@@ -11,7 +11,6 @@
 #include "exec/cuda/loaded_library.hpp"
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
-#include "kiln/executor.hpp"
 
 namespace kiln::detail::cuda {
 
@@ -98,7 +97,7 @@ struct Descriptors {
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
 
-  Descriptors(const CudnnApi& a, const Window2d& g, cudnnDataType_t type, bool tf32) : api(a) {
+  Descriptors(const CudnnApi& a, const Window2d& g, cudnnDataType_t type) : api(a) {
     const auto i = [](std::int64_t v) { return static_cast<int>(v); };
     const auto step = [&](cudnnStatus_t s) {
       if (status == CUDNN_STATUS_SUCCESS) status = s;
@@ -113,8 +112,8 @@ struct Descriptors {
     step(api.set_filter(w, type, CUDNN_TENSOR_NCHW, i(g.o), i(g.c), i(g.kh), i(g.kw)));
     step(api.set_convolution(conv, i(g.ph), i(g.pw), i(g.sh), i(g.sw), i(g.dh), i(g.dw),
                              CUDNN_CROSS_CORRELATION, type));
-    // Exact f32 arithmetic unless TF32 is allowed: TF32 tensor cores keep 10 bits of the mantissa.
-    step(api.set_math_type(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    // Exact f32 arithmetic: no TF32 tensor cores (they keep 10 bits of the mantissa).
+    step(api.set_math_type(conv, CUDNN_FMA_MATH));
   }
   ~Descriptors() {
     if (conv) api.destroy_convolution(conv);
@@ -126,13 +125,13 @@ struct Descriptors {
   Descriptors& operator=(const Descriptors&) = delete;
 };
 
-// The first algorithm of cuDNN's ranking that is deterministic, uses tensor cores only where
-// `tf32` allows them and needs at most kMostWorkspace bytes, or -1.
-template <class Perf> int deterministic_choice(const Perf* perf, int count, bool tf32) {
+// The first algorithm of cuDNN's ranking that is deterministic, does not use tensor cores and
+// needs at most kMostWorkspace bytes, or -1.
+template <class Perf> int deterministic_choice(const Perf* perf, int count) {
   for (int i = 0; i < count; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-        (tf32 || (perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
-                  perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) &&
+        perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
+        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
         perf[i].memory <= kMostWorkspace)
       return static_cast<int>(perf[i].algo);
   return -1;
@@ -183,8 +182,7 @@ bool CudnnConvolution::run(const Node& root, CUdeviceptr first, CUdeviceptr seco
   const auto handle = static_cast<cudnnHandle_t>(handle_);
   const Window2d g = window2d_of(root);
   const bool f64 = root.dtype == DType::f64;
-  const bool tf32 = !f64 && float32_matmul_precision() != "highest";
-  Descriptors dd(*api, g, f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT, tf32);
+  Descriptors dd(*api, g, f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT);
   const auto failed = [&](cudnnStatus_t status, std::string_view what) {
     if (status == CUDNN_STATUS_ALLOC_FAILED)
       throw Error(ErrorCode::out_of_memory,
@@ -196,7 +194,7 @@ bool CudnnConvolution::run(const Node& root, CUdeviceptr first, CUdeviceptr seco
   if (dd.status != CUDNN_STATUS_SUCCESS) return failed(dd.status, "the descriptors");
 
   // The algorithm, chosen once per geometry from cuDNN's heuristics.
-  std::string key = std::to_string(static_cast<int>(root.op)) + (f64 ? "d" : tf32 ? "t" : "f");
+  std::string key = std::to_string(static_cast<int>(root.op)) + (f64 ? "d" : "f");
   for (std::int64_t v : {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
     key += " " + std::to_string(v);
   Choice choice;
@@ -209,7 +207,7 @@ bool CudnnConvolution::run(const Node& root, CUdeviceptr first, CUdeviceptr seco
     if (root.op == Op::conv2d) {
       cudnnConvolutionFwdAlgoPerf_t perf[kMost];
       status = api->forward_algorithms(handle, dd.x, dd.w, dd.conv, dd.y, kMost, &count, perf);
-      choice.algorithm = deterministic_choice(perf, count, tf32);
+      choice.algorithm = deterministic_choice(perf, count);
       if (status == CUDNN_STATUS_SUCCESS && choice.algorithm >= 0)
         status = api->forward_workspace(
             handle, dd.x, dd.w, dd.conv, dd.y,
@@ -217,7 +215,7 @@ bool CudnnConvolution::run(const Node& root, CUdeviceptr first, CUdeviceptr seco
     } else if (root.op == Op::conv2d_grad_input) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[kMost];
       status = api->data_algorithms(handle, dd.w, dd.y, dd.conv, dd.x, kMost, &count, perf);
-      choice.algorithm = deterministic_choice(perf, count, tf32);
+      choice.algorithm = deterministic_choice(perf, count);
       if (status == CUDNN_STATUS_SUCCESS && choice.algorithm >= 0)
         status = api->data_workspace(
             handle, dd.w, dd.y, dd.conv, dd.x,
@@ -225,7 +223,7 @@ bool CudnnConvolution::run(const Node& root, CUdeviceptr first, CUdeviceptr seco
     } else {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[kMost];
       status = api->filter_algorithms(handle, dd.x, dd.y, dd.conv, dd.w, kMost, &count, perf);
-      choice.algorithm = deterministic_choice(perf, count, tf32);
+      choice.algorithm = deterministic_choice(perf, count);
       if (status == CUDNN_STATUS_SUCCESS && choice.algorithm >= 0)
         status = api->filter_workspace(
             handle, dd.x, dd.y, dd.conv, dd.w,

@@ -1,5 +1,5 @@
-// 2-D convolutions and both their gradients on a CUDA device through cuDNN: f32 (f32 arithmetic
-// unless set_float32_matmul_precision allows TF32) and f64 over NCHW values, with deterministic algorithms only, so the same
+// 2-D convolutions and both their gradients on a CUDA device through cuDNN: f32 (exact f32
+// arithmetic, no TF32) and f64 over NCHW values, with deterministic algorithms only, so the same
 // input gives the same bits on every run. cuDNN is loaded when the first convolution asks for it
 // (dlopen); where it is missing, or for inputs read through a view, the generated kernel computes
 // the convolution.
