@@ -372,8 +372,9 @@ TEST(NnOptim, AdamUpdatesInPlaceUnlessTheOldValueIsHeld) {
   const Vf after = p.value().to_vector<float>();
   for (std::size_t i = 0; i < before.size(); ++i) EXPECT_LT(std::fabs(after[i]), std::fabs(before[i]));
 
-  // A handle to the old value keeps it: that update is not in place.
-  const Tensor kept = p.value();
+  // A detached copy of the old value keeps it: that update is not in place. (A copy of
+  // p.value() is the parameter's own handle, which reads the new value.)
+  const Tensor kept = p.value().detach();
   const Vf kept_values = kept.to_vector<float>();
   opt.step(half_square(p));
   EXPECT_NE(storage_of(p.value()), storage_of(kept));

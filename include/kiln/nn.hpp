@@ -14,9 +14,12 @@
 ///   opt.step(loss);  // forward, backward and update evaluated in one pass
 ///
 /// Parameters. A kiln graph is immutable, so "updating a parameter in place" means replacing the
-/// tensor in its slot: a Parameter is a shared handle to a slot holding the current value (an f32
-/// leaf tensor marked with watch()). A module and the optimiser that trains it hold handles to the
-/// same slots, so the module computes with the values the optimiser stored last.
+/// tensor in its slot: a Parameter is a shared handle to a slot holding the current value (a
+/// floating leaf tensor marked with watch()). A module and the optimiser that trains it hold
+/// handles to the same slots, so the module computes with the values the optimiser stored last.
+/// The tensor a Parameter gives (value(), or the Parameter itself where a Tensor is expected)
+/// reads the slot too, as do its copies: `Tensor w = register_parameter("w", ...)` kept in a
+/// member trains, as in libtorch.
 #pragma once
 
 #include <array>
@@ -84,19 +87,28 @@ void kaiming_normal_(const Parameter& p, double a = 0.0);
 class Parameter {
  public:
   Parameter() = default;  ///< an empty handle
-  /// A new slot holding `value` (made a watched f32 leaf if it is not one).
+  /// A new slot holding `value` as a watched leaf: of its own floating type (f32, f64, f16,
+  /// bf16), or of default_dtype() when `value` holds integers or booleans.
   Parameter(std::string name, const Tensor& value);
 
   bool defined() const { return slot_ != nullptr; }
   const std::string& name() const;
-  /// The current value: a watched leaf tensor.
+  /// The parameter as a tensor, libtorch's way: this handle and every copy of it read the current
+  /// value, so `Tensor w = register_parameter("w", ...)` kept in a member sees every optimiser
+  /// step (assigning another tensor to such a member rebinds it, as in libtorch).
   const Tensor& value() const;
   operator const Tensor&() const { return value(); }
   const Shape& shape() const { return value().shape(); }
   std::int64_t numel() const { return value().numel(); }
-  /// Replaces the value for every holder of this slot. The new value must have the same shape;
-  /// it is evaluated and stored as a new watched f32 leaf (its graph is not kept).
+  DType dtype() const;
+  /// Replaces the value for every holder of this slot. The new value must have the same shape
+  /// and dtype (else incompatible_shapes / wrong_type naming the parameter); it is evaluated and
+  /// stored as a new watched leaf (its graph is not kept).
   void set(const Tensor& value) const;
+  /// The same, converting the value to the parameter's dtype first (libtorch's `p.copy_(v)`).
+  void copy_(const Tensor& value) const;
+  /// Converts the value to a floating `dtype` (Module::to does this for a whole model).
+  void to(DType dtype) const;
   /// The gradient backward() accumulated for the current value (undefined if none).
   Tensor grad() const { return value().grad(); }
   void zero_grad() const { value().zero_grad(); }
@@ -113,6 +125,8 @@ class Parameter {
   /// Holds a pending update (unevaluated) in place of the value, so that the old value has no
   /// handle left and the update may take its memory over.
   void hold(const Tensor& pending) const;
+  void store(Tensor value) const;
+  void check_shape(const Tensor& value, const char* op) const;
   /// A slot for a module's buffer: never trained, never a gradient variable.
   static Parameter buffer(std::string name, const Tensor& value);
 
@@ -159,6 +173,10 @@ class Module {
   /// Places every parameter and buffer on `executor` (Tensor::place_on: uploaded to its device
   /// now), as libtorch's `module->to(device)`; evaluating the model there then moves no weights.
   void place_on(Executor& executor) const;
+  /// Converts every parameter and buffer to the floating type `dtype` (libtorch's
+  /// `module->to(torch::kFloat64)`): the layers then compute in it, and data of another type is
+  /// a wrong_type error naming the layer and both types.
+  void to(DType dtype) const;
   /// A multi-line summary: one line per module with its parameter count, and the total.
   std::string summary() const;
   /// Draws this module's own parameters again (as its constructor does) from the global generator;

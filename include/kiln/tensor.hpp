@@ -43,6 +43,7 @@ std::ostream& operator<<(std::ostream& out, const Sizes& sizes);
 
 namespace detail {
 struct Node;
+class Variable;
 }
 class TensorIndex;
 class Executor;
@@ -57,6 +58,10 @@ class Tensor {
   /// An empty handle; every operation on it except `defined()` throws.
   Tensor() = default;
   explicit Tensor(std::shared_ptr<detail::Node> node);
+  /// A handle that reads `variable`'s current value, as do all its copies: when the variable is
+  /// given a new value (an optimiser's step on a module parameter), every such handle sees it,
+  /// as PyTorch's parameters change in place. Assigning another tensor to the handle rebinds it.
+  explicit Tensor(std::shared_ptr<detail::Variable> variable);
   /// Handles are counted per node, so that executors know which results users can still read.
   Tensor(const Tensor& other);
   Tensor(Tensor&& other) noexcept;
@@ -93,7 +98,7 @@ class Tensor {
   static Tensor from_blob(void* data, Shape shape, DType dtype,
                           std::function<void(void*)> deleter = nullptr);
 
-  bool defined() const { return node_ != nullptr; }
+  bool defined() const { return node() != nullptr; }
   const Shape& shape() const;
   Sizes sizes() const { return Sizes(shape()); }  ///< libtorch's name and type of the shape
   std::int64_t size(int axis) const;              ///< negative axes count from the end
@@ -159,9 +164,11 @@ class Tensor {
   const std::string& name() const;
   Tensor& set_name(std::string name);
   /// True when both handles refer to the same graph node.
-  bool same_node(const Tensor& other) const { return node_ == other.node_; }
-  /// For executors and the C API.
-  const std::shared_ptr<detail::Node>& node() const { return node_; }
+  bool same_node(const Tensor& other) const { return node() == other.node(); }
+  /// For executors and the C API: the node this handle refers to now.
+  const std::shared_ptr<detail::Node>& node() const;
+  /// Whether this handle reads a variable's current value (see the constructor).
+  bool is_variable_handle() const { return variable_ != nullptr; }
 
   /// ---- autodiff (see autodiff.hpp) ----------------------------------------------------------
   /// Marks this node as a variable that gradients can be taken with respect to.
@@ -288,9 +295,29 @@ class Tensor {
   static void check_count(std::int64_t count, const Shape& shape);
   const detail::Node& n() const;
 
-  std::shared_ptr<detail::Node> node_;
+  std::shared_ptr<detail::Node> node_;          // null in a variable's handle
+  std::shared_ptr<detail::Variable> variable_;  // set in a variable's handle
   bool inverse_broadcast_ = false;
 };
+
+namespace detail {
+/// One value that many handles share (a module parameter's): Tensor(variable) handles read the
+/// value it holds now. It holds a plain handle, counted once however many handles read it, so a
+/// replaced value that nothing else reads can give its memory to the update that replaced it.
+class Variable {
+ public:
+  explicit Variable(const Tensor& value) { set(value); }
+  const Tensor& value() const { return value_; }
+  void set(const Tensor& value) { value_ = Tensor(value.node()); }
+
+ private:
+  Tensor value_;
+};
+}  // namespace detail
+
+inline const std::shared_ptr<detail::Node>& Tensor::node() const {
+  return variable_ ? variable_->value().node_ : node_;
+}
 
 /// Compound assignment rebinds the handle: `x += y` is `x = x + y`, a new node. Other handles to
 /// the old value keep seeing the old value (graphs are immutable, so nothing shared changes).

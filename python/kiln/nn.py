@@ -142,7 +142,7 @@ class Module:
                 raise ValueError(f"load_state_dict: {n} has shape {p.shape}, "
                                  f"the value {values[n].shape}")
         for n, p in named:
-            p.set(values[n])
+            p.copy_(values[n])
 
     def save(self, path: str) -> None:
         """The parameters and buffers to a kiln model file (written atomically)."""
@@ -223,5 +223,5 @@ def load_checkpoint(model, optimizer, path: str) -> Dict[str, Tensor]:
                              f"{params[n].shape} in {path}")
     optimizer.load_state_dict(state)  # checks the whole state before it changes anything
     for n, p in named:
-        p.set(params[n])
+        p.copy_(params[n])
     return {n[len("extra."):]: t for n, t in file.items() if n.startswith("extra.")}

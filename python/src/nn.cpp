@@ -86,7 +86,13 @@ void bind_nn(nb::module_& m) {
              const Tensor t = to_tensor(v);
              nb::gil_scoped_release unlocked;
              p.set(t);
-           }, nb::arg("value"), "Replaces the value for every holder (evaluated, same shape).")
+           }, nb::arg("value"),
+           "Replaces the value for every holder (evaluated, same shape and dtype).")
+      .def("copy_", [](const nn::Parameter& p, nb::handle v) {
+             const Tensor t = to_tensor(v);
+             nb::gil_scoped_release unlocked;
+             p.copy_(t);
+           }, nb::arg("value"), "set, converting the value to the parameter's dtype first.")
       .def_prop_rw("requires_grad", &nn::Parameter::requires_grad,
                    [](const nn::Parameter& p, bool on) { p.set_requires_grad(on); })
       .def("same_slot", &nn::Parameter::same_slot)

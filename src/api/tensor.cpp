@@ -17,12 +17,15 @@ using detail::Node;
 Tensor::Tensor(std::shared_ptr<Node> node) : node_(std::move(node)) {
   if (node_) ++node_->handles;
 }
+Tensor::Tensor(std::shared_ptr<detail::Variable> variable) : variable_(std::move(variable)) {}
 Tensor::Tensor(const Tensor& other)
-    : node_(other.node_), inverse_broadcast_(other.inverse_broadcast_) {
+    : node_(other.node_), variable_(other.variable_), inverse_broadcast_(other.inverse_broadcast_) {
   if (node_) ++node_->handles;
 }
 Tensor::Tensor(Tensor&& other) noexcept
-    : node_(std::move(other.node_)), inverse_broadcast_(other.inverse_broadcast_) {}
+    : node_(std::move(other.node_)),
+      variable_(std::move(other.variable_)),
+      inverse_broadcast_(other.inverse_broadcast_) {}
 Tensor& Tensor::operator=(const Tensor& other) {
   if (this != &other) *this = Tensor(other);
   return *this;
@@ -31,6 +34,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
   if (this != &other) {
     if (node_) --node_->handles;
     node_ = std::move(other.node_);
+    variable_ = std::move(other.variable_);
     inverse_broadcast_ = other.inverse_broadcast_;
   }
   return *this;

@@ -55,9 +55,9 @@ MultiheadAttention::MultiheadAttention(std::int64_t embed_dim, std::int64_t num_
 // PyTorch's _reset_parameters: Xavier uniform for the input projection, zero biases; the output
 // projection keeps Linear's initialisation for its weight.
 void MultiheadAttention::reset_parameters() {
-  in_proj_weight_.set(xavier_uniform({3 * embed_, embed_}, embed_, 3 * embed_));
-  if (in_proj_bias_.defined()) in_proj_bias_.set(zeros({3 * embed_}));
-  if (out_proj_->bias().defined()) out_proj_->bias().set(zeros({embed_}));
+  in_proj_weight_.copy_(xavier_uniform({3 * embed_, embed_}, embed_, 3 * embed_));
+  if (in_proj_bias_.defined()) in_proj_bias_.copy_(zeros({3 * embed_}));
+  if (out_proj_->bias().defined()) out_proj_->bias().copy_(zeros({embed_}));
 }
 
 Tensor MultiheadAttention::forward(const Tensor& x) { return forward(x, x, x).output; }

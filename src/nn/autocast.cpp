@@ -28,6 +28,18 @@ Tensor autocast_input(const Tensor& t) {
   return convert(t, layer_type);
 }
 
+Tensor layer_input(const Module& layer, const Tensor& x, const Tensor& weight) {
+  if (layer_type != DType::f32 || !x.defined()) return autocast_input(x);
+  if (x.dtype() != weight.dtype())
+    throw Error(ErrorCode::wrong_type,
+                "nn::" + layer.describe() + ": the input is " + dtype_name(x.dtype()) + " " +
+                    shape_to_string(x.shape()) + " but the layer's parameters are " +
+                    dtype_name(weight.dtype()) + " (convert the input with to(DType::" +
+                    dtype_name(weight.dtype()) + "), or the model with module.to(DType::" +
+                    dtype_name(x.dtype()) + "))");
+  return x;
+}
+
 Tensor loss_input(const Tensor& t) {
   return t.defined() && is_narrow_float(t.dtype()) && layer_type != DType::f32
              ? convert(t, DType::f32)

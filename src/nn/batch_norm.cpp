@@ -40,13 +40,13 @@ BatchNorm2d::BatchNorm2d(std::int64_t num_features, BatchNormOptions options)
     : BatchNorm("BatchNorm2d", {4}, num_features, options) {}
 
 void BatchNorm::reset_parameters() {
-  if (weight_.defined()) weight_.set(ones({features_}));
-  if (bias_.defined()) bias_.set(zeros({features_}));
+  if (weight_.defined()) weight_.copy_(ones({features_}));
+  if (bias_.defined()) bias_.copy_(zeros({features_}));
 }
 
 void BatchNorm::reset_running_stats() {
-  if (running_mean_.defined()) running_mean_.set(zeros({features_}));
-  if (running_var_.defined()) running_var_.set(ones({features_}));
+  if (running_mean_.defined()) running_mean_.copy_(zeros({features_}));
+  if (running_var_.defined()) running_var_.copy_(ones({features_}));
 }
 
 Tensor BatchNorm::forward(const Tensor& x) {
@@ -85,8 +85,8 @@ Tensor BatchNorm::forward(const Tensor& x) {
       detail::GradientContextPause state;
       const float m = static_cast<float>(options_.momentum);
       const double unbiased = static_cast<double>(count) / static_cast<double>(count - 1);
-      const Tensor batch_mean = convert(reshape(mean, {features_}), DType::f32);
-      const Tensor batch_var = convert(reshape(var, {features_}) * unbiased, DType::f32);
+      const Tensor batch_mean = convert(reshape(mean, {features_}), running_mean_.dtype());
+      const Tensor batch_var = convert(reshape(var, {features_}) * unbiased, running_var_.dtype());
       update_buffer(running_mean_, running_mean_.value() * (1 - m) + batch_mean * m);
       update_buffer(running_var_, running_var_.value() * (1 - m) + batch_var * m);
     }

@@ -64,16 +64,23 @@ Tensor detach(const Tensor& t) {
 
 struct Parameter::Slot {
   std::string name;
-  Tensor value;
+  std::shared_ptr<detail::Variable> variable;  // the current value, read by every handle
+  Tensor handle;                               // Tensor(variable): what value() gives out
   bool requires_grad = true;
   bool buffer = false;  // a module's buffer: not a gradient variable
+
+  const Tensor& current() const { return variable->value(); }
 };
+
+namespace {
+std::string type_name(DType t) { return std::string(kiln::dtype_name(t)); }
+}  // namespace
 
 Parameter Parameter::buffer(std::string name, const Tensor& value) {
   Parameter p(std::move(name), value);
   p.slot_->buffer = true;
   p.slot_->requires_grad = false;
-  p.slot_->value.unwatch();
+  p.slot_->current().unwatch();
   return p;
 }
 
@@ -82,9 +89,13 @@ Parameter::Parameter(std::string name, const Tensor& value) : slot_(std::make_sh
   if (!value.defined())
     throw Error(ErrorCode::illegal_dimension,
                 "nn::Parameter: empty tensor for parameter '" + slot_->name + "'");
-  Tensor v = value.dtype() == DType::f32 ? value : convert(value, DType::f32);
-  slot_->value = is_leaf(v) ? v : detach(v);
-  slot_->value.watch();
+  // Floating values keep their type (a module of f64 parameters computes in f64); others, which
+  // no gradient can train, become the default float type.
+  Tensor v = is_float(value.dtype()) ? value : convert(value, default_dtype());
+  if (!is_leaf(v)) v = detach(v);
+  v.watch();
+  slot_->variable = std::make_shared<detail::Variable>(v);
+  slot_->handle = Tensor(slot_->variable);
 }
 
 const std::string& Parameter::name() const {
@@ -104,23 +115,56 @@ void Parameter::set_requires_grad(bool requires_grad) const {
 
 const Tensor& Parameter::value() const {
   if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
-  return slot_->value;
+  return slot_->handle;
 }
 
-void Parameter::hold(const Tensor& pending) const { slot_->value = pending; }
+DType Parameter::dtype() const { return value().dtype(); }
 
-void Parameter::set(const Tensor& value) const {
-  if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
-  if (!value.defined() || value.shape() != slot_->value.shape())
-    throw Error(ErrorCode::incompatible_shapes,
-                "nn::Parameter::set: parameter '" + slot_->name + "' has shape " +
-                    shape_to_string(slot_->value.shape()) + ", the new value " +
-                    (value.defined() ? shape_to_string(value.shape()) : std::string("is empty")));
-  Tensor v = value.dtype() == DType::f32 ? value : convert(value, DType::f32);
+void Parameter::hold(const Tensor& pending) const { slot_->variable->set(pending); }
+
+void Parameter::store(Tensor v) const {
   if (!is_leaf(v)) v = detach(v);
   if (!slot_->buffer) v.watch();
-  slot_->value.zero_grad();
-  slot_->value = std::move(v);
+  slot_->current().zero_grad();
+  slot_->variable->set(v);
+}
+
+void Parameter::check_shape(const Tensor& value, const char* op) const {
+  if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
+  if (!value.defined() || value.shape() != slot_->current().shape())
+    throw Error(ErrorCode::incompatible_shapes,
+                std::string("nn::Parameter::") + op + ": parameter '" + slot_->name +
+                    "' has shape " + shape_to_string(slot_->current().shape()) +
+                    ", the new value " +
+                    (value.defined() ? shape_to_string(value.shape()) : std::string("is empty")));
+}
+
+void Parameter::set(const Tensor& value) const {
+  check_shape(value, "set");
+  const DType own = slot_->current().dtype();
+  if (value.dtype() != own)
+    throw Error(ErrorCode::wrong_type,
+                "nn::Parameter::set: parameter '" + slot_->name + "' is " + type_name(own) +
+                    ", the new value " + type_name(value.dtype()) +
+                    " (convert the value, copy_ it, or change the module's type with to(dtype))");
+  store(value);
+}
+
+void Parameter::copy_(const Tensor& value) const {
+  check_shape(value, "copy_");
+  const DType own = slot_->current().dtype();
+  store(value.dtype() == own ? value : convert(value, own));
+}
+
+void Parameter::to(DType dtype) const {
+  if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
+  if (!is_float(dtype))
+    throw Error(ErrorCode::wrong_type, "nn::Parameter::to: parameter '" + slot_->name +
+                                           "' cannot become " + type_name(dtype) +
+                                           " (parameters are floating point)");
+  const Tensor& now = slot_->current();
+  if (now.dtype() == dtype) return;
+  store(convert(now, dtype));
 }
 
 }  // namespace kiln::nn

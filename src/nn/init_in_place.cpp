@@ -24,7 +24,7 @@ void normal_of_std(const Parameter& p, double mean, double std) {
   if (!(std >= 0))
     throw Error(ErrorCode::invalid_select, "nn::init: a standard deviation must be >= 0");
   const Tensor z = kiln::random_normal(p.shape(), next_seed(), DType::f64);
-  p.set(detach(convert(z * std + mean, DType::f32)));
+  p.copy_(detach(convert(z * std + mean, DType::f32)));
 }
 
 double positive_fan(std::int64_t fan, const Parameter& p) {
@@ -37,13 +37,13 @@ double positive_fan(std::int64_t fan, const Parameter& p) {
 }  // namespace
 
 void uniform_(const Parameter& p, double low, double high) {
-  p.set(nn::uniform(p.shape(), low, high));
+  p.copy_(nn::uniform(p.shape(), low, high));
 }
 
 void normal_(const Parameter& p, double mean, double std) { normal_of_std(p, mean, std); }
 
 void constant_(const Parameter& p, double value) {
-  p.set(detach(full(p.shape(), static_cast<float>(value))));
+  p.copy_(detach(full(p.shape(), static_cast<float>(value))));
 }
 
 void zeros_(const Parameter& p) { constant_(p, 0.0); }
@@ -52,7 +52,7 @@ void ones_(const Parameter& p) { constant_(p, 1.0); }
 void xavier_uniform_(const Parameter& p, double gain) {
   const auto [in, out] = fans(p.shape());
   const double bound = gain * std::sqrt(6.0 / (positive_fan(in, p) + positive_fan(out, p)));
-  p.set(nn::uniform(p.shape(), -bound, bound));
+  p.copy_(nn::uniform(p.shape(), -bound, bound));
 }
 
 void xavier_normal_(const Parameter& p, double gain) {
@@ -62,7 +62,7 @@ void xavier_normal_(const Parameter& p, double gain) {
 
 void kaiming_uniform_(const Parameter& p, double a) {
   const double bound = leaky_relu_gain(a) * std::sqrt(3.0 / positive_fan(fans(p.shape()).first, p));
-  p.set(nn::uniform(p.shape(), -bound, bound));
+  p.copy_(nn::uniform(p.shape(), -bound, bound));
 }
 
 void kaiming_normal_(const Parameter& p, double a) {

@@ -47,8 +47,8 @@ LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine
 }
 
 void LayerNorm::reset_parameters() {
-  if (weight_.defined()) weight_.set(ones(shape_));
-  if (bias_.defined()) bias_.set(zeros(shape_));
+  if (weight_.defined()) weight_.copy_(ones(shape_));
+  if (bias_.defined()) bias_.copy_(zeros(shape_));
 }
 
 Tensor LayerNorm::forward(const Tensor& x) {
@@ -75,8 +75,8 @@ GroupNorm::GroupNorm(std::int64_t groups, std::int64_t channels, double eps, boo
 }
 
 void GroupNorm::reset_parameters() {
-  if (weight_.defined()) weight_.set(ones({channels_}));
-  if (bias_.defined()) bias_.set(zeros({channels_}));
+  if (weight_.defined()) weight_.copy_(ones({channels_}));
+  if (bias_.defined()) bias_.copy_(zeros({channels_}));
 }
 
 Tensor GroupNorm::forward(const Tensor& x) {
@@ -101,7 +101,7 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim)
   weight_ = register_parameter("weight", random_normal({num_, dim_}));
 }
 
-void Embedding::reset_parameters() { weight_.set(random_normal({num_, dim_})); }
+void Embedding::reset_parameters() { weight_.copy_(random_normal({num_, dim_})); }
 
 Tensor Embedding::forward(const Tensor& indices) {
   require(indices.defined() && is_integer(indices.dtype()), ErrorCode::wrong_type,

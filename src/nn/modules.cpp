@@ -113,6 +113,11 @@ void Module::place_on(Executor& executor) const {
   for (const auto& [name, b] : named_buffers()) b.value().place_on(executor);
 }
 
+void Module::to(DType dtype) const {
+  for (const auto& [name, p] : named_parameters()) p.to(dtype);
+  for (const auto& [name, b] : named_buffers()) b.to(dtype);
+}
+
 void Module::summary_lines(const std::string& prefix, std::string& out) const {
   std::int64_t own = 0;
   for (const auto& [n, p] : parameters_) own += p.numel();
@@ -166,8 +171,8 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool bias)
 }
 
 void Linear::reset_parameters() {
-  weight_.set(default_weight({out_, in_}, in_));
-  if (bias_.defined()) bias_.set(default_bias(out_, in_));
+  weight_.copy_(default_weight({out_, in_}, in_));
+  if (bias_.defined()) bias_.copy_(default_bias(out_, in_));
 }
 
 Tensor Linear::forward(const Tensor& x) {
@@ -177,7 +182,7 @@ Tensor Linear::forward(const Tensor& x) {
               std::to_string(in_));
   // The transposed weight is a view: the matmul kernels read it as a column-major operand.
   const Tensor w = autocast_input(weight_.value()).transpose(0, 1);
-  const Tensor in = autocast_input(x);
+  const Tensor in = layer_input(*this, x, weight_.value());
   const Tensor y = in.rank() == 1 ? matmul(in.unsqueeze(0), w).squeeze(0) : matmul(in, w);
   return bias_.defined() ? y + autocast_input(bias_.value()) : y;
 }
@@ -242,8 +247,8 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
 
 void Conv2d::reset_parameters() {
   const std::int64_t fan_in = in_ / groups_ * kernel_ * kernel_;
-  weight_.set(default_weight({out_, in_ / groups_, kernel_, kernel_}, fan_in));
-  if (bias_.defined()) bias_.set(default_bias(out_, fan_in));
+  weight_.copy_(default_weight({out_, in_ / groups_, kernel_, kernel_}, fan_in));
+  if (bias_.defined()) bias_.copy_(default_bias(out_, fan_in));
 }
 
 Tensor Conv2d::forward(const Tensor& x) {
@@ -252,7 +257,7 @@ Tensor Conv2d::forward(const Tensor& x) {
   o.padding = {padding_, padding_};
   o.dilation = {dilation_, dilation_};
   o.groups = groups_;
-  return conv2d(autocast_input(x), autocast_input(weight_.value()),
+  return conv2d(layer_input(*this, x, weight_.value()), autocast_input(weight_.value()),
                 bias_.defined() ? autocast_input(bias_.value()) : Tensor(), o);
 }
 
@@ -279,12 +284,12 @@ Conv1d::Conv1d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
 
 void Conv1d::reset_parameters() {
   const std::int64_t fan_in = in_ / groups_ * kernel_;
-  weight_.set(default_weight({out_, in_ / groups_, kernel_}, fan_in));
-  if (bias_.defined()) bias_.set(default_bias(out_, fan_in));
+  weight_.copy_(default_weight({out_, in_ / groups_, kernel_}, fan_in));
+  if (bias_.defined()) bias_.copy_(default_bias(out_, fan_in));
 }
 
 Tensor Conv1d::forward(const Tensor& x) {
-  return conv1d(autocast_input(x), autocast_input(weight_.value()),
+  return conv1d(layer_input(*this, x, weight_.value()), autocast_input(weight_.value()),
                 bias_.defined() ? autocast_input(bias_.value()) : Tensor(),
                 {.stride = stride_, .padding = padding_, .dilation = dilation_, .groups = groups_});
 }
@@ -314,8 +319,8 @@ ConvTranspose2d::ConvTranspose2d(std::int64_t in_channels, std::int64_t out_chan
 
 void ConvTranspose2d::reset_parameters() {
   const std::int64_t fan_in = out_ / groups_ * kernel_ * kernel_;
-  weight_.set(default_weight({in_, out_ / groups_, kernel_, kernel_}, fan_in));
-  if (bias_.defined()) bias_.set(default_bias(out_, fan_in));
+  weight_.copy_(default_weight({in_, out_ / groups_, kernel_, kernel_}, fan_in));
+  if (bias_.defined()) bias_.copy_(default_bias(out_, fan_in));
 }
 
 Tensor ConvTranspose2d::forward(const Tensor& x) {
@@ -325,7 +330,7 @@ Tensor ConvTranspose2d::forward(const Tensor& x) {
   o.output_padding = {output_padding_, output_padding_};
   o.dilation = {dilation_, dilation_};
   o.groups = groups_;
-  return conv_transpose2d(autocast_input(x), autocast_input(weight_.value()),
+  return conv_transpose2d(layer_input(*this, x, weight_.value()), autocast_input(weight_.value()),
                           bias_.defined() ? autocast_input(bias_.value()) : Tensor(), o);
 }
 

@@ -242,7 +242,7 @@ void Optimizer::apply(const std::vector<Tensor>& raw_grads, const Tensor& loss) 
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     if (!grads[i].defined()) continue;
     const Tensor& value = parameters_[i].value();
-    const Tensor g = grads[i].dtype() == DType::f32 ? grads[i] : convert(grads[i], DType::f32);
+    const Tensor g = grads[i].dtype() == value.dtype() ? grads[i] : convert(grads[i], value.dtype());
     std::vector<Tensor> state;
     // The new value is assigned to the old one (update() assigns the state likewise), and the
     // handles to the old ones are given up before the evaluation: where nothing else reads an

@@ -112,9 +112,10 @@ void Optimizer::load_state_dict(const std::vector<std::pair<std::string, Tensor>
         refuse(ErrorCode::incompatible_shapes, "'" + name + "' is " + shape_to_string(t->shape()) +
                                                    ", parameter " + std::to_string(i) + " is " +
                                                    shape_to_string(p.shape()));
-      if (t->dtype() != DType::f32)
-        refuse(ErrorCode::wrong_type,
-               "'" + name + "' is " + dtype_name(t->dtype()) + ", the optimiser's state is f32");
+      if (t->dtype() != p.dtype())
+        refuse(ErrorCode::wrong_type, "'" + name + "' is " + dtype_name(t->dtype()) +
+                                          ", parameter " + std::to_string(i) + " is " +
+                                          dtype_name(p.dtype()));
       tensors[k][i] = std::move(*t);
     }
   }

@@ -63,7 +63,7 @@ std::vector<Tensor> matched_state(const Module& module,
 
 void assign_state(Module& module, std::vector<Tensor> values) {
   const auto state = state_of(module);
-  for (std::size_t i = 0; i < state.size(); ++i) state[i].second.set(values[i]);
+  for (std::size_t i = 0; i < state.size(); ++i) state[i].second.copy_(values[i]);
 }
 
 constexpr std::string_view kModel = "model.", kOptimizer = "optimizer.", kExtra = "extra.";

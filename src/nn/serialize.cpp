@@ -192,7 +192,7 @@ void load(const std::vector<std::pair<std::string, Parameter>>& parameters,
                " in the model");
   }
   for (std::size_t i = 0; i < entries.size(); ++i)
-    parameters[i].second.set(Tensor::from_bytes(entries[i].data, entries[i].dtype,
+    parameters[i].second.copy_(Tensor::from_bytes(entries[i].data, entries[i].dtype,
                                                 entries[i].shape));
 }
 
