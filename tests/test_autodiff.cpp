@@ -760,7 +760,7 @@ TEST(AutodiffNonDifferentiable, DropoutUsesTheSameMask) {
   const F64 g = values(kiln::gradient(kiln::sum(d * 3.0), x));
   int dropped = 0;
   for (std::size_t i = 0; i < kept.size(); ++i) {
-    EXPECT_EQ(g[i], kept[i] != 0 ? 3.0 : 0.0) << i;
+    EXPECT_EQ(g[i], kept[i] != 0 ? 3.0 * 2.0 : 0.0) << i;  // kept values are scaled by 1 / 0.5
     if (kept[i] == 0) ++dropped;
   }
   EXPECT_GT(dropped, 0);

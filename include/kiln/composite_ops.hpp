@@ -93,6 +93,11 @@ Tensor std(const Tensor& x, std::vector<int> dims = {}, std::int64_t correction 
 Tensor norm(const Tensor& x, double p = 2, std::vector<int> dims = {}, bool keepdim = false);
 /// p = "fro" is the Euclidean norm over dims; any other string is an invalid_select error.
 Tensor norm(const Tensor& x, std::string_view p, std::vector<int> dims = {}, bool keepdim = false);
+/// libtorch's F::normalize: x divided by its p-norm along `dim`, taken no smaller than eps.
+Tensor normalize(const Tensor& x, double p = 2, int dim = 1, double eps = 1e-12);
+/// libtorch's cosine_similarity: a and b broadcast together, each divided by its Euclidean norm
+/// along `dim` (taken no smaller than eps), multiplied and summed along `dim`.
+Tensor cosine_similarity(const Tensor& a, const Tensor& b, int dim = 1, double eps = 1e-8);
 /// log(sum(exp(x))) over dims, shifted by the maximum so that nothing overflows: rows of -inf give
 /// -inf, a +inf gives +inf, and the gradient is the softmax over dims. No dims: every dimension;
 /// write std::vector<int>{} for that, as a bare {} picks the single-axis form of activations.hpp.

@@ -14,6 +14,19 @@ class GradientContext {
   GradientContext(const GradientContext&) = delete;
   GradientContext& operator=(const GradientContext&) = delete;
 };
+/// libtorch's NoGradGuard: while it lives, this thread records nothing for differentiation, even
+/// inside a GradientContext (a GradientContext opened within the guard records again). On its
+/// end the thread's contexts are as they were.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  int saved_;
+};
 bool in_gradient_context();
 /// The same as a GradientContext's constructor and destructor, for code without scopes (C API).
 void start_gradient_context();

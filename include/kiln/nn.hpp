@@ -1113,6 +1113,12 @@ void save_checkpoint(const Module& module, const Optimizer& optimizer, const std
 void load_checkpoint(Module& module, Optimizer& optimizer, const std::string& path,
                      std::vector<std::pair<std::string, Tensor>>* extra = nullptr);
 
+/// libtorch's torch::nn::functional names for kiln's functions.
+namespace functional {
+using kiln::cosine_similarity;
+using kiln::normalize;
+}  // namespace functional
+
 }  // namespace kiln::nn
 
 #include "kiln/schedulers.hpp"

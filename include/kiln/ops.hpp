@@ -67,12 +67,21 @@ void manual_seed(std::uint64_t seed);
 /// The next seed of that generator (never 0).
 std::uint64_t next_seed();
 
+namespace detail {
+// A leaf converted to `dtype` (no graph behind it).
+Tensor converted_leaf(const Tensor& t, DType dtype);
+}  // namespace detail
+
 /// Nested initializer lists: tensor({{1.f, 2.f}, {3.f, 4.f}}) is f32 [2,2]. The list's element
 /// type is the tensor's (double -> f64, int -> i32), as with Tensor::from: a typed list is an
 /// explicit choice, where a scalar beside a tensor (weak) or a creation function without a dtype
-/// (default_dtype()) is not. libtorch's tensor({1.0, 2.0}) is f32: write {1.f, 2.f}.
+/// (default_dtype()) is not. libtorch's tensor({1.0, 2.0}) is f32: write {1.f, 2.f}, or give the
+/// type: tensor({1.0, 2.0}, DType::f32) converts the values to it.
 template <class T> Tensor tensor(std::initializer_list<T> v) {
   return Tensor::from(std::vector<T>(v));
+}
+template <class T> Tensor tensor(std::initializer_list<T> v, DType dtype) {
+  return detail::converted_leaf(Tensor::from(std::vector<T>(v)), dtype);
 }
 template <class T> Tensor tensor(std::initializer_list<std::initializer_list<T>> v);
 template <class T>
@@ -86,8 +95,16 @@ Tensor tensor(
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
-/// Integer division truncates toward zero; an integer division by zero gives 0.
+/// Integer division truncates toward zero; an integer division by zero gives 0. With a rounding
+/// mode, libtorch's div(a, b, rounding_mode): "trunc" rounds the quotient toward zero, "floor"
+/// down (floor_divide, Python's //); integers stay integers, and floats are rounded.
 Tensor div(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode);
+Tensor div(const Tensor& a, Scalar b, std::string_view rounding_mode);
+Tensor div(Scalar a, const Tensor& b, std::string_view rounding_mode);
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, Scalar b);
+Tensor floor_divide(Scalar a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 /// libtorch's atan2 (float-valued, like the unary functions), fmod (the remainder of division
 /// truncated toward zero: the dividend's sign) and remainder (of floor division: the divisor's
@@ -362,6 +379,9 @@ Tensor unsqueeze_expand(const Tensor& a, int axis, std::int64_t size);
 Tensor broadcast_to(const Tensor& a, Shape shape, bool inverse = false);
 /// Repeats the whole tensor reps[i] times along dimension i: [[0,1],[2,3]] with {2,3} -> [4,6].
 Tensor repeat(const Tensor& a, std::vector<std::int64_t> reps);
+/// libtorch's repeat_interleave: each element repeated `repeats` times in place along `dim`
+/// ([1, 2] -> [1, 1, 2, 2]); without a dim, of the flattened tensor. A view.
+Tensor repeat_interleave(const Tensor& a, std::int64_t repeats, std::optional<int> dim = {});
 Tensor squeeze(const Tensor& a);            ///< drops all dimensions of size 1
 Tensor squeeze(const Tensor& a, int axis);  ///< that dimension must have size 1
 Tensor unsqueeze(const Tensor& a, int axis);  ///< axis in [-rank-1, rank]

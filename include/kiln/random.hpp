@@ -18,7 +18,9 @@ Tensor random_normal(Shape shape);
 /// `a` with the slices along `axis` in a random order.
 Tensor permutate(const Tensor& a, int axis, std::uint64_t seed);
 Tensor permutate(const Tensor& a, int axis);
-/// Each element set to 0 with probability p, the others unchanged (no rescaling).
+/// libtorch's dropout: each element set to 0 with probability p, the others scaled by 1 / (1 - p)
+/// so that the expected value is unchanged (p = 1 gives zeros). The C API's fdropout keeps
+/// Flint's, which does not rescale.
 Tensor dropout(const Tensor& a, double p, std::uint64_t seed);
 Tensor dropout(const Tensor& a, double p);
 

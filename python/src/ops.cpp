@@ -113,7 +113,13 @@ void bind_ops(nb::module_& m) {
   m.def("add", [](nb::handle a, nb::handle b) { return add(to_tensor(a), to_tensor(b)); });
   m.def("sub", [](nb::handle a, nb::handle b) { return sub(to_tensor(a), to_tensor(b)); });
   m.def("mul", [](nb::handle a, nb::handle b) { return mul(to_tensor(a), to_tensor(b)); });
-  m.def("div", [](nb::handle a, nb::handle b) { return div(to_tensor(a), to_tensor(b)); });
+  m.def("div", [](nb::handle a, nb::handle b, std::optional<std::string> rounding_mode) {
+    return rounding_mode ? div(to_tensor(a), to_tensor(b), *rounding_mode)
+                         : div(to_tensor(a), to_tensor(b));
+  }, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("rounding_mode") = nb::none());
+  m.def("floor_divide", [](nb::handle a, nb::handle b) {
+    return floor_divide(to_tensor(a), to_tensor(b));
+  });
   m.def("pow", [](nb::handle a, nb::handle b) { return pow(to_tensor(a), to_tensor(b)); });
   m.def("maximum", [](nb::handle a, nb::handle b) { return maximum(to_tensor(a), to_tensor(b)); });
   m.def("minimum", [](nb::handle a, nb::handle b) { return minimum(to_tensor(a), to_tensor(b)); });

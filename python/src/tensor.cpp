@@ -661,6 +661,8 @@ void bind_tensor(nb::module_& m) {
   bind_binary(tensor, "__sub__", "__rsub__", [](auto&& x, auto&& y) { return sub(x, y); });
   bind_binary(tensor, "__mul__", "__rmul__", [](auto&& x, auto&& y) { return mul(x, y); });
   bind_binary(tensor, "__truediv__", "__rtruediv__", [](auto&& x, auto&& y) { return div(x, y); });
+  bind_binary(tensor, "__floordiv__", "__rfloordiv__",
+              [](auto&& x, auto&& y) { return floor_divide(x, y); });
   bind_binary(tensor, "__pow__", "__rpow__", [](auto&& x, auto&& y) { return pow(x, y); });
   bind_binary(tensor, "__eq__", nullptr, [](auto&& x, auto&& y) { return equal(x, y); });
   bind_binary(tensor, "__ne__", nullptr, [](auto&& x, auto&& y) { return not_equal(x, y); });

@@ -62,9 +62,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   Tensor weights = softmax(scores, -1);
   if (options.dropout_p > 0.0) {
     const std::uint64_t seed = options.seed != 0 ? options.seed : next_seed();
-    const double keep = 1.0 / (1.0 - options.dropout_p);
-    weights = dropout(weights, options.dropout_p, seed) *
-              (weights.dtype() == DType::f32 ? Scalar(static_cast<float>(keep)) : Scalar(keep));
+    weights = dropout(weights, options.dropout_p, seed);  // scaled by 1 / (1 - p)
   }
   return matmul(weights, detail::float_operand(v));
 }

@@ -275,6 +275,21 @@ Tensor norm(const Tensor& x, std::string_view p, std::vector<int> dims, bool kee
   return norm(x, 2.0, std::move(dims), keepdim);
 }
 
+Tensor normalize(const Tensor& x, double p, int dim, double eps) {
+  detail::node_of(x, "normalize");
+  const Tensor v = as_float(x);
+  return v / clamp(norm(v, p, {dim}, true), Scalar(eps), std::nullopt);
+}
+
+Tensor cosine_similarity(const Tensor& a, const Tensor& b, int dim, double eps) {
+  detail::node_of(a, "cosine_similarity");
+  detail::node_of(b, "cosine_similarity");
+  const Tensor x = as_float(a), y = as_float(b);
+  const Shape shape = (x * y).shape();  // checks that they broadcast (the node is not evaluated)
+  const Tensor xs = broadcast_to(x, shape), ys = broadcast_to(y, shape);
+  return sum(normalize(xs, 2, dim, eps) * normalize(ys, 2, dim, eps), {dim});
+}
+
 // ---- logsumexp ----------------------------------------------------------------------------------
 
 Tensor logsumexp(const Tensor& x, std::vector<int> dims, bool keepdim) {

@@ -135,4 +135,8 @@ std::uint64_t next_seed() {
   return s == 0 ? 1 : s;
 }
 
+Tensor detail::converted_leaf(const Tensor& t, DType dtype) {
+  return t.dtype() == dtype ? t : convert(t, dtype).detach();
+}
+
 }  // namespace kiln

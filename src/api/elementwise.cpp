@@ -142,7 +142,8 @@ Tensor unary(Op op, const Tensor& a) {
 #define KILN_PUBLIC_UNARY_(fn, ...) KILN_IF_WRITTEN_OUT_(fn)(KILN_PLAIN_UNARY_, fn)
 #define KILN_PLAIN_UNARY_(fn) \
   Tensor fn(const Tensor& a) { return unary(Op::fn, a); }
-#define KILN_PUBLIC_BINARY_(fn, ...)                                            \
+#define KILN_PUBLIC_BINARY_(fn, ...) KILN_IF_WRITTEN_OUT_(fn)(KILN_PLAIN_BINARY_, fn)
+#define KILN_PLAIN_BINARY_(fn)                                                  \
   Tensor fn(const Tensor& a, const Tensor& b) { return binary(Op::fn, a, b); }  \
   Tensor fn(const Tensor& a, Scalar b) {                                        \
     return binary(Op::fn, a, weak_constant(b, detail::node_of(a, #fn)->dtype)); \
@@ -166,6 +167,54 @@ KILN_OP_REGISTRY(KILN_NO_PUBLIC_FUNCTION_, KILN_PUBLIC_UNARY_, KILN_PUBLIC_BINAR
 #undef KILN_PUBLIC_UNARY_
 #undef KILN_PUBLIC_BINARY_
 #undef KILN_PLAIN_UNARY_
+#undef KILN_PLAIN_BINARY_
+
+namespace {
+
+// The quotient rounded toward zero or down; integers stay integers.
+Tensor rounded_div(const Tensor& a, const Tensor& b, std::string_view mode) {
+  const bool floor_mode = mode == "floor";
+  if (!floor_mode && mode != "trunc")
+    detail::fail(ErrorCode::invalid_select, "div",
+                 "rounding_mode must be \"trunc\" or \"floor\", got \"" + std::string(mode) +
+                     "\"");
+  const DType t = promote(a.dtype(), b.dtype());
+  if (is_complex(t))
+    detail::fail(ErrorCode::wrong_type, "div",
+                 "a rounding mode needs real operands, got " + std::string(dtype_name(t)));
+  if (is_float(t)) {
+    const Tensor q = binary(Op::div, a, b);
+    return floor_mode ? floor(q) : trunc(q);
+  }
+  const DType as = is_bool(t) ? DType::i64 : t;  // libtorch divides bools as integers
+  const Tensor x = convert(a, as), y = convert(b, as);
+  const Tensor q = binary(Op::div, x, y);  // truncates
+  if (!floor_mode) return q;
+  // One less where the division was inexact and the quotient negative (the remainder's sign
+  // differs from the divisor's).
+  const Tensor r = fmod(x, y);
+  const Tensor zero = zeros({}, as);
+  const Tensor inexact_negative = where(not_equal(r, zero), not_equal(less(r, zero), less(y, zero)),
+                                        zeros({}, DType::boolean));
+  return q - convert(inexact_negative, as);
+}
+
+}  // namespace
+
+Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode) {
+  detail::node_of(a, "div");
+  detail::node_of(b, "div");
+  return rounded_div(a, b, rounding_mode);
+}
+Tensor div(const Tensor& a, Scalar b, std::string_view rounding_mode) {
+  return rounded_div(a, weak_constant(b, detail::node_of(a, "div")->dtype), rounding_mode);
+}
+Tensor div(Scalar a, const Tensor& b, std::string_view rounding_mode) {
+  return rounded_div(weak_constant(a, detail::node_of(b, "div")->dtype), b, rounding_mode);
+}
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return div(a, b, "floor"); }
+Tensor floor_divide(const Tensor& a, Scalar b) { return div(a, b, "floor"); }
+Tensor floor_divide(Scalar a, const Tensor& b) { return div(a, b, "floor"); }
 
 Tensor detail::flint_unary(Op op, const Tensor& a) { return flint_unary_node(op, a); }
 

@@ -17,5 +17,7 @@ Tensor flint_binary(Op op, Scalar a, const Tensor& b);
 // A min or max over one axis whose gradient follows Flint on ties (Attrs::flint_ties); other
 // reductions as kiln's.
 Tensor flint_reduce(Op op, const Tensor& a, int axis);
+// Flint's dropout: dropped elements are 0, the others are not rescaled.
+Tensor flint_dropout(const Tensor& a, double p);
 
 }  // namespace kiln::detail

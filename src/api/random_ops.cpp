@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "api/builder.hpp"
+#include "api/flint_rules.hpp"
 #include "exec/reference_kernels.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/ops.hpp"
@@ -65,15 +66,26 @@ Tensor permutate(const Tensor& a, int axis, std::uint64_t seed) {
 
 Tensor permutate(const Tensor& a, int axis) { return permutate(a, axis, fresh_seed()); }
 
-Tensor dropout(const Tensor& a, double p, std::uint64_t seed) {
-  detail::node_of(a, "dropout");
+namespace {
+Tensor dropped(const Tensor& a, double p, std::uint64_t seed, const char* op) {
+  detail::node_of(a, op);
   if (!(p >= 0.0 && p <= 1.0))
-    detail::fail(ErrorCode::invalid_select, "dropout",
+    detail::fail(ErrorCode::invalid_select, op,
                  "probability " + std::to_string(p) + " outside [0, 1]");
   const Tensor keep = greater_equal(uniform(a.shape(), seed, DType::f64), scalar(p, DType::f64));
   return where(keep, a, zeros({}, a.dtype()));
 }
+}  // namespace
+
+Tensor dropout(const Tensor& a, double p, std::uint64_t seed) {
+  const Tensor kept = dropped(a, p, seed, "dropout");
+  return p == 0.0 || p == 1.0 ? kept : kept * (1.0 / (1.0 - p));
+}
 
 Tensor dropout(const Tensor& a, double p) { return dropout(a, p, fresh_seed()); }
+
+Tensor detail::flint_dropout(const Tensor& a, double p) {
+  return dropped(a, p, fresh_seed(), "fdropout");
+}
 
 }  // namespace kiln

@@ -301,6 +301,24 @@ Tensor repeat(const Tensor& a, I64s reps) {
   return t;
 }
 
+Tensor repeat_interleave(const Tensor& a, std::int64_t repeats, std::optional<int> dim) {
+  detail::node_of(a, "repeat_interleave");
+  if (repeats < 0)
+    detail::fail(ErrorCode::invalid_select, "repeat_interleave",
+                 "repeats " + std::to_string(repeats) + " is negative");
+  const Tensor t = dim ? a : reshape(a, {a.numel()});
+  const int d = dim ? detail::normalize_axis("repeat_interleave", *dim, t.rank(), a.shape()) : 0;
+  // A new size-`repeats` dimension after d, merged into it.
+  Shape grown = t.shape();
+  grown.insert(grown.begin() + d + 1, repeats);
+  Shape merged = t.shape();
+  merged[d] = detail::value_or_fail(
+      detail::checked_mul(merged[d], repeats), ErrorCode::out_of_memory, "repeat_interleave",
+      [&] { return "repeating " + shape_to_string(a.shape()) + " " + std::to_string(repeats) +
+                   " times is too large"; });
+  return reshape(broadcast_to(unsqueeze(t, d + 1), grown), merged);
+}
+
 Tensor extend(const Tensor& a, Shape shape, I64s insert_at, I64s step) {
   detail::node_of(a, "extend");
   detail::check_arity("extend", shape.size(), a.shape(), "shape");

@@ -392,7 +392,7 @@ KILN_POOLING(fpooling_max, kiln::pooling_max, FPOOLING_MAX)
 FGraphNode* fdropout(FGraphNode* g, const double p) {
   Call call("fdropout");
   return guarded(call, kNull, [&] {
-    return make_node(kiln::dropout(call.node(g, "g").tensor, p), FDROPOUT, {g});
+    return make_node(detail::flint_dropout(call.node(g, "g").tensor, p), FDROPOUT, {g});
   });
 }
 

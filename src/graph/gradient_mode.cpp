@@ -19,6 +19,8 @@ void start_gradient_context() { ++context_depth; }
 void stop_gradient_context() {
   if (context_depth > 0) --context_depth;
 }
+NoGradGuard::NoGradGuard() : saved_(context_depth) { context_depth = 0; }
+NoGradGuard::~NoGradGuard() { context_depth = saved_; }
 bool detail::gradient_context_active() { return context_depth > 0; }
 detail::GradientContextPause::GradientContextPause() : saved_(context_depth) { context_depth = 0; }
 detail::GradientContextPause::~GradientContextPause() { context_depth = saved_; }

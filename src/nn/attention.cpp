@@ -127,7 +127,7 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   }
   Tensor weights = softmax(scores, -1);
   if (is_training() && dropout_ > 0.0)
-    weights = dropout(weights, dropout_, next_seed()) * static_cast<float>(1.0 / (1.0 - dropout_));
+    weights = dropout(weights, dropout_, next_seed());  // scaled by 1 / (1 - p)
   const Tensor heads = matmul(weights, vh);  // [N, heads, L, hd]
   Tensor out = (*out_proj_)(heads.permute({0, 2, 1, 3}).reshape({N, L, embed_}));
   Tensor averaged = mean(weights, {1});  // [N, L, S]

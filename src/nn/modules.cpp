@@ -381,9 +381,7 @@ Dropout::Dropout(double p) : p_(p) {
 Tensor Dropout::forward(const Tensor& x) {
   if (!is_training() || p_ == 0.0) return x;
   if (p_ == 1.0) return x * scalar(0).convert(x.dtype());
-  const Tensor kept = dropout(x, p_, next_seed());
-  const double scale = 1.0 / (1.0 - p_);
-  return x.dtype() == DType::f32 ? kept * static_cast<float>(scale) : kept * scale;
+  return dropout(x, p_, next_seed());  // scaled by 1 / (1 - p)
 }
 
 std::string Dropout::describe() const {

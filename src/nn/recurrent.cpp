@@ -78,8 +78,7 @@ Tensor RecurrentBase::restore_layout(const Tensor& output, bool unbatched) const
 
 Tensor RecurrentBase::dropped_between_layers(const Tensor& y, std::int64_t layer) {
   if (!is_training() || options_.dropout == 0.0 || layer + 1 == options_.num_layers) return y;
-  return dropout(y, options_.dropout, next_seed()) *
-         static_cast<float>(1.0 / (1.0 - options_.dropout));
+  return dropout(y, options_.dropout, next_seed());  // scaled by 1 / (1 - p)
 }
 
 std::string RecurrentBase::describe_as(const char* kind) const {
