@@ -22,7 +22,5 @@ void stop_gradient_context() {
 NoGradGuard::NoGradGuard() : saved_(context_depth) { context_depth = 0; }
 NoGradGuard::~NoGradGuard() { context_depth = saved_; }
 bool detail::gradient_context_active() { return context_depth > 0; }
-detail::GradientContextPause::GradientContextPause() : saved_(context_depth) { context_depth = 0; }
-detail::GradientContextPause::~GradientContextPause() { context_depth = saved_; }
 
 }  // namespace kiln
