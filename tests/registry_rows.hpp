@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/flint_rules.hpp"
 #include "graph/op_registry.hpp"
 #include "kiln/kiln.hpp"
 
@@ -40,6 +41,18 @@ inline const std::vector<Row>& elementwise_rows() {
   static const std::vector<Row> all = [] {
     std::vector<Row> rows;
     KILN_OP_REGISTRY(KILN_TEST_NONE_, KILN_TEST_UNARY_, KILN_TEST_BINARY_)
+    // The C++ API's sign and / are libtorch's (kiln::sign keeps the type, / of integers is true
+    // division), composed of other rows; these two rows are reached as the C API reaches them.
+    for (Row& row : rows) {
+      if (row.op == kiln::detail::Op::sign)
+        row.unary = [](const kiln::Tensor& a) {
+          return kiln::detail::flint_unary(kiln::detail::Op::sign, a);
+        };
+      if (row.op == kiln::detail::Op::div)
+        row.binary = [](const kiln::Tensor& a, const kiln::Tensor& b) {
+          return kiln::detail::flint_binary(kiln::detail::Op::div, a, b);
+        };
+    }
     return rows;
   }();
   return all;

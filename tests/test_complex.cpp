@@ -58,7 +58,7 @@ TEST(Complex, TypesAndPromotion) {
   EXPECT_EQ(kiln::Scalar(c128(1.5, -2)).to_string(), "1.5-2i");
 
   const Tensor z = Tensor::from(std::vector<c64>{{1, 2}, {3, -4}});
-  const Tensor x = kiln::tensor({1.0, 2.0});  // f64
+  const Tensor x = kiln::tensor({1.0, 2.0}, kiln::DType::f64);  // f64
   EXPECT_EQ(z.dtype(), DType::c64);
   EXPECT_EQ((z + x).dtype(), DType::c128);
   EXPECT_EQ((z * kiln::tensor({1.0f, 2.0f})).dtype(), DType::c64);
@@ -187,7 +187,7 @@ TEST(Complex, PartsMagnitudeAngleAndPolarForm) {
   EXPECT_EQ(built.shape(), (Shape{2, 2}));
   EXPECT_EQ(kiln::flatten(built).to_vector<c64>(),
             (std::vector<c64>{{1, 3}, {1, -4}, {2, 3}, {2, -4}}));
-  EXPECT_EQ(kiln::complex(kiln::tensor({1.0}), 2.0).dtype(), DType::c128);
+  EXPECT_EQ(kiln::complex(kiln::tensor({1.0}, kiln::DType::f64), 2.0).dtype(), DType::c128);
   const Tensor back = kiln::polar(kiln::abs(z), kiln::angle(z));
   expect_near(back.to_vector<c128>(), z.to_vector<c128>(), 1e-6, "polar");
   EXPECT_EQ(kiln_test::code_of([&] { (void)kiln::complex(kiln::tensor({1}), kiln::tensor({2})); }),
@@ -429,7 +429,7 @@ TEST(Complex, GradientsFollowPyTorchsConventionAgainstFiniteDifferences) {
                                                   {-0.6, -0.1},
                                                   {1.4, 0.0},
                                                   {0.1, 0.6}});
-  const Tensor r = kiln::tensor({0.5, -1.0, 2.0, 0.25, 1.5, -0.75, 0.3, 0.8});
+  const Tensor r = kiln::tensor({0.5, -1.0, 2.0, 0.25, 1.5, -0.75, 0.3, 0.8}, kiln::DType::f64);
   using F = std::function<Tensor(const Tensor&)>;
   const std::vector<std::pair<std::string, F>> cases = {
       {"|z|^2", [](const Tensor& z) { return kiln::sum(kiln::real(z * kiln::conj(z))); }},
@@ -589,7 +589,7 @@ TEST(Complex, FftLengthsNormsAndRealTransforms) {
         kiln::ifft(kiln::fft(t, std::nullopt, -1, norm), std::nullopt, -1, norm).to_vector<c128>(),
         x, 1e-14, norm);
   // Real signals: fft gives c64 from f32, c128 from f64; rfft the n/2 + 1 first outputs.
-  const Tensor r = kiln::tensor({1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0});  // odd length
+  const Tensor r = kiln::tensor({1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0}, kiln::DType::f64);  // odd length
   EXPECT_EQ(kiln::fft(kiln::convert(r, DType::f32)).dtype(), DType::c64);
   EXPECT_EQ(kiln::fft(r).dtype(), DType::c128);
   EXPECT_EQ(kiln::fft(kiln::tensor({1, 2, 3})).dtype(), DType::c64);
@@ -599,7 +599,7 @@ TEST(Complex, FftLengthsNormsAndRealTransforms) {
   expect_near(half.to_vector<c128>(), std::vector<c128>(full.begin(), full.begin() + 4), 1e-15,
               "rfft");
   // irfft inverts rfft: n = 2 (m - 1) by default (even lengths); odd ones name n.
-  const Tensor even = kiln::tensor({1.0, -2.0, 0.5, 3.0, 0.25, -1.0});
+  const Tensor even = kiln::tensor({1.0, -2.0, 0.5, 3.0, 0.25, -1.0}, kiln::DType::f64);
   EXPECT_EQ(kiln::irfft(kiln::rfft(even)).dtype(), DType::f64);
   expect_near(kiln::convert(kiln::irfft(kiln::rfft(even)), DType::c128).to_vector<c128>(),
               kiln::convert(even, DType::c128).to_vector<c128>(), 1e-14, "irfft, even");
@@ -631,7 +631,7 @@ TEST(Complex, FftGradientsAgainstFiniteDifferences) {
       kSmoothPoints);
   // Real inputs: rfft and irfft.
   const std::vector<double> points = {0.5, -1.2, 2.0, 0.3, -0.7, 1.1, 0.9, -2.2};
-  const Tensor weights = kiln::tensor({1.0, -0.5, 2.0, 0.25, 1.5});
+  const Tensor weights = kiln::tensor({1.0, -0.5, 2.0, 0.25, 1.5}, kiln::DType::f64);
   kiln_test::expect_gradient_near_differences(
       [&](const Tensor& x) {
         return kiln::sum(kiln::abs(kiln::rfft(x) * weights)) +

@@ -128,7 +128,7 @@ TEST(Creation, NestedLists) {
   auto t3 = kiln::tensor(
       {{{1.0, 2.0}, {3.0, 4.0}}, {{5.0, 6.0}, {7.0, 8.0}}, {{9.0, 10.0}, {11.0, 12.0}}});
   EXPECT_EQ(t3.shape(), (Shape{3, 2, 2}));
-  EXPECT_EQ(t3.dtype(), DType::f64);
+  EXPECT_EQ(t3.dtype(), DType::f32);  // doubles give the default type, as in libtorch
   EXPECT_EQ(t3.at<double>({2, 0, 1}), 10.0);
 
   auto t4 = kiln::tensor<std::int64_t>({{{{1, 2}, {3, 4}}}, {{{5, 6}, {7, 8}}}});
@@ -298,9 +298,9 @@ TEST(Creation, DefaultDtypeEverywhere) {
   EXPECT_EQ(kiln_test::code_of([] { kiln::set_default_dtype(DType::i64); }),
             kiln::ErrorCode::wrong_type);
   EXPECT_EQ(kiln::default_dtype(), DType::f32);
-  // Integer values keep their type; a typed list is the list's type.
+  // Integer values keep their type; a list of doubles is the default type, as in libtorch.
   EXPECT_EQ(kiln::full({2}, 3).dtype(), DType::i32);
-  EXPECT_EQ(kiln::tensor({1.0, 2.0}).dtype(), DType::f64);
+  EXPECT_EQ(kiln::tensor({1.0, 2.0}).dtype(), DType::f32);
 }
 
 TEST(Creation, UniformSeeds) {

@@ -29,7 +29,7 @@ TEST(Eigen, AsEigenMapsTheTensorsValuesWithoutCopying) {
   const Eigen::VectorXf col = m * Eigen::Vector3f(1, 1, 1);
   EXPECT_EQ(col(0), 6.f);
   EXPECT_EQ(col(1), 24.f);
-  const Tensor v = kiln::tensor({1.0, 2.0, 3.0});
+  const Tensor v = kiln::tensor({1.0, 2.0, 3.0}, kiln::DType::f64);
   const auto mv = kiln::as_eigen<double>(v);
   EXPECT_EQ(mv.rows(), 3);
   EXPECT_EQ(mv.cols(), 1);

@@ -116,23 +116,29 @@ TEST(Binary, IntegerArithmetic) {
   expect_i64(kiln::sub(c, d), {5, -8, 14, -9});
 }
 
+TEST(Binary, IntegerDivisionIsTrueDivision) {
+  // libtorch's /: integers divide in the default float type.
+  expect_f32(i32({-7, 9}) / 2, {-3.5f, 4.5f});
+  expect_f32(kiln::div(i64({1}), i64({4})), {0.25f});
+}
+
 TEST(Binary, IntegerDivisionTruncatesTowardZero) {
-  expect_i32(kiln::div(i32({-7, 7, -7, 7, 6, 1}), i32({2, -2, -2, 2, 3, 2})), {-3, -3, 3, 3, 2, 0});
-  expect_i64(kiln::div(i64({-7, 7, -7, 7, 6, 1}), i64({2, -2, -2, 2, 3, 2})), {-3, -3, 3, 3, 2, 0});
-  expect_i32(i32({-7, 9}) / 2, {-3, 4});
+  expect_i32(kiln::div(i32({-7, 7, -7, 7, 6, 1}), i32({2, -2, -2, 2, 3, 2}), "trunc"), {-3, -3, 3, 3, 2, 0});
+  expect_i64(kiln::div(i64({-7, 7, -7, 7, 6, 1}), i64({2, -2, -2, 2, 3, 2}), "trunc"), {-3, -3, 3, 3, 2, 0});
+  expect_i32(kiln::div(i32({-7, 9}), 2, "trunc"), {-3, 4});
 }
 
 TEST(Binary, IntegerDivisionByZeroIsZero) {
-  expect_i32(kiln::div(i32({7, -7, 0, kI32Max}), i32({0, 0, 0, 0})), {0, 0, 0, 0});
-  expect_i64(kiln::div(i64({7, -7, 0, kI64Min}), i64({0, 0, 0, 0})), {0, 0, 0, 0});
-  expect_i32(i32({1, 2, 3}) / 0, {0, 0, 0});
-  expect_i64(i64({5}) / std::int64_t{0}, {0});
+  expect_i32(kiln::div(i32({7, -7, 0, kI32Max}), i32({0, 0, 0, 0}), "trunc"), {0, 0, 0, 0});
+  expect_i64(kiln::div(i64({7, -7, 0, kI64Min}), i64({0, 0, 0, 0}), "trunc"), {0, 0, 0, 0});
+  expect_i32(kiln::div(i32({1, 2, 3}), 0, "trunc"), {0, 0, 0});
+  expect_i64(kiln::floor_divide(i64({5}), std::int64_t{0}), {0});
 }
 
 TEST(Binary, IntegerDivisionOverflowWraps) {
   // INT_MIN / -1 traps on x86 when done naively; with wrapping arithmetic it is INT_MIN.
-  expect_i32(kiln::div(i32({kI32Min}), i32({-1})), {kI32Min});
-  expect_i64(kiln::div(i64({kI64Min}), i64({-1})), {kI64Min});
+  expect_i32(kiln::div(i32({kI32Min}), i32({-1}), "trunc"), {kI32Min});
+  expect_i64(kiln::div(i64({kI64Min}), i64({-1}), "trunc"), {kI64Min});
 }
 
 TEST(Binary, FloatDivisionByZero) {
@@ -348,7 +354,8 @@ TEST(Operators, ScalarFunctionForms) {
   EXPECT_EQ(r2.dtype(), DType::f32);
   expect_values(r2, {1.5, 0.5, -0.5});
   expect_values(kiln::sub(t, 2.5), {-1.5, -0.5, 0.5});
-  expect_i32(kiln::div(7, t), {7, 3, 2});
+  expect_i32(kiln::div(7, t, "trunc"), {7, 3, 2});
+  expect_f32(kiln::div(7, t), {7.0f, 3.5f, 7.0f / 3.0f});
   expect_i32(kiln::add(10, t), {11, 12, 13});
   expect_i32(kiln::mul(t, -2), {-2, -4, -6});
   expect_i32(kiln::pow(2, t), {2, 4, 8});
@@ -374,7 +381,8 @@ TEST(Promotion, TensorTensor) {
   EXPECT_EQ((da * a32).dtype(), DType::f64);
   EXPECT_EQ(kiln::pow(a32, fa).dtype(), DType::f32);
   EXPECT_EQ(kiln::minimum(a64, da).dtype(), DType::f64);
-  EXPECT_EQ(kiln::div(a32, a64).dtype(), DType::i64);
+  EXPECT_EQ(kiln::div(a32, a64, "floor").dtype(), DType::i64);
+  EXPECT_EQ(kiln::div(a32, a64).dtype(), DType::f32);  // true division
 }
 
 // Scalars are weak (as in PyTorch, JAX and NumPy 2): a scalar takes the tensor's type, except
@@ -677,11 +685,11 @@ TEST(Unary, Relu) {
 }
 
 TEST(Unary, Sign) {
-  expect_i32(kiln::sign(i32({-2, 0, 3})), {-1, 1, 1});
-  expect_i32(kiln::sign(i64({-(std::int64_t{1} << 40), 0, 1})), {-1, 1, 1});
-  expect_i32(kiln::sign(f32({-0.5f, 0.0f, 2.0f})), {-1, 1, 1});
-  // -0.0 >= 0 holds, so its sign is 1 as well.
-  expect_i32(kiln::sign(f64({-1e-300, -0.0, 1e300})), {-1, 1, 1});
+  // libtorch's sign: the operand's type, 0 at 0 (also -0.0); the C API's fsign keeps Flint's.
+  expect_i32(kiln::sign(i32({-2, 0, 3})), {-1, 0, 1});
+  expect_i64(kiln::sign(i64({-(std::int64_t{1} << 40), 0, 1})), {-1, 0, 1});
+  expect_f32(kiln::sign(f32({-0.5f, 0.0f, 2.0f})), {-1, 0, 1});
+  expect_values(kiln::sign(f64({-1e-300, -0.0, 1e300, kNaN})), {-1, 0, 1, 0});
 }
 
 TEST(Unary, Even) {

@@ -470,7 +470,7 @@ class GraphGen {
       case 1: return Expr{x - y, ex};
       case 2: return Expr{clamp(x * y, flt ? 50 : 1000), ex};
       case 3: {
-        if (!flt) return Expr{x / y, ex};  // truncates; a division by 0 gives 0
+        if (!flt) return Expr{kiln::div(x, y, "trunc"), ex};  // a division by 0 gives 0
         // Divisors at least 0.5 (or 1 for integer divisors) away from 0.
         const Tensor den = kiln::abs(b.t) + typed(kiln::is_float(db) ? 0.5 : 1, db);
         return Expr{x / marked(den, sb), ex};

@@ -252,8 +252,8 @@ TEST(IndexSet, SpecExample2) {
 }
 
 TEST(IndexSet, NegativeIndexDrops) {
-  const Tensor a = kiln::tensor<double>({1, 2, 3});
-  const Tensor b = kiln::tensor<double>({10, 20});
+  const Tensor a = kiln::tensor<double>({1, 2, 3}, kiln::DType::f64);
+  const Tensor b = kiln::tensor<double>({10, 20}, kiln::DType::f64);
   EXPECT_EQ(kiln::index_set(a, b, i64({-1, 2}, {2})).to_vector<double>(), (Vd{1, 2, 20}));
   EXPECT_EQ(kiln::index_set(a, b, i64({-5, -1}, {2})).to_vector<double>(), (Vd{1, 2, 3}));
   // Both to the same place: their sum replaces the old value.
@@ -261,9 +261,9 @@ TEST(IndexSet, NegativeIndexDrops) {
 }
 
 TEST(IndexSet, NothingSentLeavesAUnchanged) {
-  const Tensor a = kiln::tensor<double>({{1.5, -2}, {3, 4}});
+  const Tensor a = kiln::tensor<double>({{1.5, -2}, {3, 4}}, kiln::DType::f64);
   // Every index negative.
-  const Tensor b = kiln::tensor<double>({{7, 8}, {9, 10}});
+  const Tensor b = kiln::tensor<double>({{7, 8}, {9, 10}}, kiln::DType::f64);
   EXPECT_EQ(kiln::index_set(a, b, i32({-1, -1}, {2})).to_vector<double>(), (Vd{1.5, -2, 3, 4}));
   // No elements at all: b [0,2], indices [0].
   const Tensor empty_b = Tensor::from(Vd{}, Shape{0, 2});
@@ -274,8 +274,8 @@ TEST(IndexSet, NothingSentLeavesAUnchanged) {
 
 TEST(IndexSet, ReplacesNotAdds) {
   // A place that receives an element loses its old value even when the sum is 0.
-  const Tensor a = kiln::tensor<double>({5, 5, 5});
-  const Tensor b = kiln::tensor<double>({2, -2, 0});
+  const Tensor a = kiln::tensor<double>({5, 5, 5}, kiln::DType::f64);
+  const Tensor b = kiln::tensor<double>({2, -2, 0}, kiln::DType::f64);
   EXPECT_EQ(kiln::index_set(a, b, i32({0, 0, 2}, {3})).to_vector<double>(), (Vd{0, 5, 0}));
 }
 
@@ -305,8 +305,8 @@ TEST(IndexSet, AgainstNestedLoops) {
 }
 
 TEST(IndexSet, OutOfRangeIsInvalidSelect) {
-  const Tensor a = kiln::tensor<double>({1, 2, 3});
-  const Tensor b = kiln::tensor<double>({10, 20});
+  const Tensor a = kiln::tensor<double>({1, 2, 3}, kiln::DType::f64);
+  const Tensor b = kiln::tensor<double>({10, 20}, kiln::DType::f64);
   EXPECT_EQ(code_of([&] { kiln::index_set(a, b, i32({0, 3}, {2})); }),
             ErrorCode::invalid_select);
   EXPECT_EQ(code_of_build_or_eval(
@@ -321,7 +321,7 @@ TEST(IndexSet, OutOfRangeIsInvalidSelect) {
 // ---- gather / scatter_add ---------------------------------------------------------------------
 
 TEST(Gather, HandValues) {
-  const Tensor t = kiln::tensor<double>({{1, 2}, {3, 4}});
+  const Tensor t = kiln::tensor<double>({{1, 2}, {3, 4}}, kiln::DType::f64);
   EXPECT_EQ(kiln::gather(t, 1, i64({0, 0, 1, 0}, {2, 2})).to_vector<double>(), (Vd{1, 1, 4, 3}));
   EXPECT_EQ(kiln::gather(t, 0, i64({1, 0, 0, 0}, {2, 2})).to_vector<double>(), (Vd{3, 2, 1, 2}));
   EXPECT_EQ(kiln::gather(t, -1, i32({1, 1, 0, 0}, {2, 2})).to_vector<double>(), (Vd{2, 2, 3, 3}));
@@ -357,8 +357,8 @@ TEST(ScatterAdd, HandValues) {
                                       kiln::ones({2, 5}, DType::f64));
   EXPECT_EQ(r1.to_vector<double>(), (Vd{1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0}));
   // Onto a non-zero base along axis 1, with repeats adding up.
-  const Tensor base = kiln::tensor<double>({{1, 2, 3}, {4, 5, 6}});
-  const Tensor src = kiln::tensor<double>({{10, 20, 30}, {40, 50, 60}});
+  const Tensor base = kiln::tensor<double>({{1, 2, 3}, {4, 5, 6}}, kiln::DType::f64);
+  const Tensor src = kiln::tensor<double>({{10, 20, 30}, {40, 50, 60}}, kiln::DType::f64);
   const Tensor r2 = kiln::scatter_add(base, 1, i32({2, 2, 0, 1, 1, 1}, {2, 3}), src);
   EXPECT_EQ(r2.to_vector<double>(), (Vd{31, 2, 33, 4, 155, 6}));
 }
@@ -426,7 +426,7 @@ TEST(OneHot, LabelsOutsideTheClassesGiveZeroRows) {
 
 TEST(IndexErrors, FloatIndicesAreWrongType) {
   const Tensor a = iota({3, 2});
-  const Tensor fidx = kiln::tensor<double>({1, 0});
+  const Tensor fidx = kiln::tensor<double>({1, 0}, kiln::DType::f64);
   const Tensor fidx2 = kiln::tensor<float>({{1.f}, {0.f}, {1.f}});
   EXPECT_EQ(code_of([&] { kiln::index(a, fidx); }), ErrorCode::wrong_type);
   EXPECT_EQ(code_of([&] { kiln::index(a, fidx2); }), ErrorCode::wrong_type);

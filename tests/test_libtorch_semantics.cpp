@@ -1,6 +1,7 @@
-// Where the C++ API follows libtorch and the C API keeps Flint's rules: division with a rounding
-// mode, dropout's rescaling, lists given a type, and everyday forms (cosine_similarity,
-// normalize, repeat_interleave, NoGradGuard). The values are PyTorch 2.15's.
+// Where the C++ API follows libtorch and the C API keeps Flint's rules: true division of integers
+// and the rounding modes, sign's type and zero, dropout's rescaling, the type of
+// tensor({1.0, 2.0}); and everyday forms (cosine_similarity, normalize, repeat_interleave,
+// NoGradGuard). The values are PyTorch 2.15's.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,12 +51,49 @@ TEST(LibtorchSemantics, DropoutRescalesWhatItKeeps) {
   EXPECT_EQ(kiln::dropout(x, 0.0, 7).sum().item<float>(), 100000.0f);
 }
 
-TEST(LibtorchSemantics, AListWithATypeIsConvertedToIt) {
-  EXPECT_EQ(kiln::tensor({1.0, 2.0}, DType::f32).dtype(), DType::f32);  // torch.tensor([1.0, 2.0])
-  EXPECT_EQ(kiln::tensor({1.0, 2.0}).dtype(), DType::f64);  // kiln keeps the list's type
-  EXPECT_EQ(kiln::tensor({0.1}, DType::f32).item<float>(), 0.1f);
+TEST(LibtorchSemantics, IntegerDivisionIsTrueDivision) {
+  const Tensor a = kiln::tensor({7, -7});
+  const Tensor q = a / 2;  // torch.tensor([7, -7]) / 2
+  EXPECT_EQ(q.dtype(), DType::f32);
+  EXPECT_EQ(q.to_vector<float>(), (std::vector<float>{3.5f, -3.5f}));
+  EXPECT_EQ((a / kiln::tensor({2, 4})).to_vector<float>(), (std::vector<float>{3.5f, -1.75f}));
+  EXPECT_EQ((1 / kiln::tensor({4})).to_vector<float>(), (std::vector<float>{0.25f}));
+  Tensor x = kiln::tensor({3});
+  x /= 2;
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{1.5f}));
+  kiln::set_default_dtype(DType::f64);
+  EXPECT_EQ((a / 2).dtype(), DType::f64);
+  kiln::set_default_dtype(DType::f32);
+}
+
+TEST(LibtorchSemantics, SignKeepsTheTypeAndIsZeroAtZero) {
+  const float nan = std::nanf("");
+  const Tensor s = kiln::sign(kiln::tensor({nan, -0.0f, 0.0f, 2.0f, -3.0f}));
+  EXPECT_EQ(s.dtype(), DType::f32);
+  EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{0, 0, 0, 1, -1}));  // torch.sign
+  EXPECT_EQ(kiln::sign(kiln::tensor({true, false})).dtype(), DType::boolean);
+  // sign's gradient is zero, as libtorch's.
+  const Tensor w = kiln::tensor({1.5f, -2.0f}).watch();
+  Tensor out;
+  {
+    kiln::GradientContext ctx;
+    out = (kiln::sign(w) * w).sum();
+  }
+  EXPECT_EQ(kiln::gradients(out, {w})[0].to_vector<float>(), (std::vector<float>{1, -1}));
+}
+
+TEST(LibtorchSemantics, AListOfDoublesHasTheDefaultType) {
+  EXPECT_EQ(kiln::tensor({1.0, 2.0}).dtype(), DType::f32);  // torch.tensor([1.0, 2.0])
+  EXPECT_EQ(kiln::tensor({{1.0, 2.0}, {3.0, 4.0}}).dtype(), DType::f32);
+  EXPECT_EQ(kiln::tensor({1.0, 2.0}, DType::f64).dtype(), DType::f64);
+  EXPECT_EQ(kiln::tensor({0.1}, DType::f64).item<double>(), 0.1);
+  EXPECT_EQ(kiln::tensor({1, 2}).dtype(), DType::i32);
   EXPECT_EQ(kiln::tensor({1, 2}, DType::i64).dtype(), DType::i64);
-  EXPECT_EQ(kiln::tensor({0.1f}, DType::f64).item<double>(), static_cast<double>(0.1f));
+  EXPECT_EQ(kiln::tensor({1.f}).dtype(), DType::f32);
+  kiln::set_default_dtype(DType::f64);
+  EXPECT_EQ(kiln::tensor({0.1}).item<double>(), 0.1);
+  kiln::set_default_dtype(DType::f32);
+  EXPECT_EQ(kiln::tensor({0.1}).item<float>(), 0.1f);
 }
 
 }  // namespace

@@ -35,8 +35,8 @@ double total(const F64& v) {
   return s;
 }
 
-Tensor input() { return kiln::tensor({0.5, -1.0, 2.0, 3.0}); }
-Tensor target() { return kiln::tensor({1.0, -1.0, 0.0, 0.5}); }
+Tensor input() { return kiln::tensor({0.5, -1.0, 2.0, 3.0}, kiln::DType::f64); }
+Tensor target() { return kiln::tensor({1.0, -1.0, 0.0, 0.5}, kiln::DType::f64); }
 
 TEST(Losses, ElementwiseLossesAndReductions) {
   // d = |input - target| = 0.5, 0, 2, 2.5
@@ -62,17 +62,17 @@ TEST(Losses, ElementwiseLossesAndReductions) {
 }
 
 TEST(Losses, BinaryCrossEntropy) {
-  const Tensor p = kiln::tensor({0.9, 0.2, 1.0, 0.0});
-  const Tensor t = kiln::tensor({1.0, 0.0, 0.0, 0.0});
+  const Tensor p = kiln::tensor({0.9, 0.2, 1.0, 0.0}, kiln::DType::f64);
+  const Tensor t = kiln::tensor({1.0, 0.0, 0.0, 0.0}, kiln::DType::f64);
   // A certain wrong answer costs 100 (the log is clamped), a certain right one 0.
   expect_near(values(kiln::nn::binary_cross_entropy(p, t, Reduction::none)),
               {-std::log(0.9), -std::log(0.8), 100, 0});
-  const Tensor w = kiln::tensor({2.0, 1.0, 0.5, 1.0});
+  const Tensor w = kiln::tensor({2.0, 1.0, 0.5, 1.0}, kiln::DType::f64);
   EXPECT_NEAR(value(kiln::nn::binary_cross_entropy(p, t, Reduction::sum, w)),
               -2 * std::log(0.9) - std::log(0.8) + 50, 1e-12);
   // With logits: the same as of sigmoid(x) where that is representable, finite where it is not.
-  const Tensor x = kiln::tensor({-3.0, 0.0, 2.5, 100.0, -100.0});
-  const Tensor y = kiln::tensor({0.0, 1.0, 0.25, 0.0, 1.0});
+  const Tensor x = kiln::tensor({-3.0, 0.0, 2.5, 100.0, -100.0}, kiln::DType::f64);
+  const Tensor y = kiln::tensor({0.0, 1.0, 0.25, 0.0, 1.0}, kiln::DType::f64);
   const F64 got = values(kiln::nn::binary_cross_entropy_with_logits(x, y, Reduction::none));
   const F64 xs{-3, 0, 2.5, 100, -100}, ys{0, 1, 0.25, 0, 1};
   for (std::size_t i = 0; i < 3; ++i) {
@@ -93,7 +93,7 @@ TEST(Losses, BinaryCrossEntropy) {
 
 // log-probabilities of 3 samples over 3 classes.
 Tensor log_probabilities() {
-  return kiln::log_softmax(kiln::tensor({{1.0, 2.0, 0.5}, {0.1, -1.0, 3.0}, {2.0, 2.0, -2.0}}), 1);
+  return kiln::log_softmax(kiln::tensor({{1.0, 2.0, 0.5}, {0.1, -1.0, 3.0}, {2.0, 2.0, -2.0}}, kiln::DType::f64), 1);
 }
 
 TEST(Losses, NllLossWithWeightsAndIgnoredLabels) {
@@ -103,7 +103,7 @@ TEST(Losses, NllLossWithWeightsAndIgnoredLabels) {
   // Unweighted mean over the two samples that count.
   EXPECT_NEAR(value(kiln::nn::nll_loss(kLogp, labels)), -(lp[0] + lp[5]) / 2, 1e-12);
   ClassLossOptions o;
-  o.weight = kiln::tensor({1.0, 2.0, 3.0});
+  o.weight = kiln::tensor({1.0, 2.0, 3.0}, kiln::DType::f64);
   EXPECT_NEAR(value(kiln::nn::nll_loss(kLogp, labels, o)), -(1 * lp[0] + 3 * lp[5]) / 4, 1e-12);
   o.reduction = Reduction::none;
   expect_near(values(kiln::nn::nll_loss(kLogp, labels, o)), {-lp[0], -3 * lp[5], 0});
@@ -117,7 +117,7 @@ TEST(Losses, NllLossWithWeightsAndIgnoredLabels) {
 }
 
 TEST(Losses, CrossEntropyWithLabelSmoothing) {
-  const Tensor logits = kiln::tensor({{1.0, 2.0, 0.5}, {0.1, -1.0, 3.0}, {2.0, 2.0, -2.0}});
+  const Tensor logits = kiln::tensor({{1.0, 2.0, 0.5}, {0.1, -1.0, 3.0}, {2.0, 2.0, -2.0}}, kiln::DType::f64);
   const F64 lp = values(log_probabilities());
   const Tensor labels = Tensor::from(std::vector<std::int64_t>{0, 2, 1});
   // Without options it is kiln::cross_entropy.
@@ -130,7 +130,7 @@ TEST(Losses, CrossEntropyWithLabelSmoothing) {
   const double smooth = -total(lp) / 3;
   EXPECT_NEAR(value(kiln::nn::cross_entropy(logits, labels, o)), 0.7 * nll + 0.1 * smooth, 1e-12);
   // With class weights and an ignored sample, both terms are normalised by the counted weights.
-  o.weight = kiln::tensor({1.0, 2.0, 3.0});
+  o.weight = kiln::tensor({1.0, 2.0, 3.0}, kiln::DType::f64);
   const Tensor some = Tensor::from(std::vector<std::int64_t>{0, 2, -100});
   const double wsum = 1 + 3;
   const double wnll = -(1 * lp[0] + 3 * lp[5]) / wsum;
@@ -142,8 +142,8 @@ TEST(Losses, CrossEntropyWithLabelSmoothing) {
 }
 
 TEST(Losses, KlDivergence) {
-  const Tensor q = kiln::tensor({{0.5, 0.25, 0.25}, {0.1, 0.6, 0.3}});
-  const Tensor p = kiln::tensor({{0.0, 0.5, 0.5}, {0.2, 0.2, 0.6}});
+  const Tensor q = kiln::tensor({{0.5, 0.25, 0.25}, {0.1, 0.6, 0.3}}, kiln::DType::f64);
+  const Tensor p = kiln::tensor({{0.0, 0.5, 0.5}, {0.2, 0.2, 0.6}}, kiln::DType::f64);
   const F64 qs{0.5, 0.25, 0.25, 0.1, 0.6, 0.3}, ps{0, 0.5, 0.5, 0.2, 0.2, 0.6};
   F64 want;
   for (std::size_t i = 0; i < qs.size(); ++i)
@@ -153,14 +153,14 @@ TEST(Losses, KlDivergence) {
   EXPECT_NEAR(value(kiln::nn::kl_div(logq, p)), total(want) / 6, 1e-12);
   EXPECT_NEAR(value(kiln::nn::kl_div(logq, p, Reduction::batchmean)), total(want) / 2, 1e-12);
   // log_target: the target as log-probabilities gives the same where p > 0.
-  const Tensor logp = kiln::log(kiln::tensor({0.25, 0.75}));
-  EXPECT_NEAR(value(kiln::nn::kl_div(kiln::log(kiln::tensor({0.5, 0.5})), logp, Reduction::sum,
+  const Tensor logp = kiln::log(kiln::tensor({0.25, 0.75}, kiln::DType::f64));
+  EXPECT_NEAR(value(kiln::nn::kl_div(kiln::log(kiln::tensor({0.5, 0.5}, kiln::DType::f64)), logp, Reduction::sum,
                                      true)),
               0.25 * std::log(0.5) + 0.75 * std::log(1.5), 1e-12);
 }
 
 TEST(Losses, InputsThatDoNotFitAreErrors) {
-  EXPECT_EQ(code_of([] { (void)kiln::nn::mse_loss(input(), kiln::tensor({1.0, 2.0})); }),
+  EXPECT_EQ(code_of([] { (void)kiln::nn::mse_loss(input(), kiln::tensor({1.0, 2.0}, kiln::DType::f64)); }),
             ErrorCode::incompatible_shapes);
   EXPECT_EQ(code_of([] {
               (void)kiln::nn::l1_loss(Tensor::from(std::vector<std::int32_t>{1, 2}),
@@ -173,12 +173,12 @@ TEST(Losses, InputsThatDoNotFitAreErrors) {
             ErrorCode::invalid_select);
   const Tensor kLogp = log_probabilities();
   const Tensor labels = Tensor::from(std::vector<std::int64_t>{0, 1, 2});
-  EXPECT_EQ(code_of([&] { (void)kiln::nn::nll_loss(kLogp, kiln::tensor({0.0, 1.0, 2.0})); }),
+  EXPECT_EQ(code_of([&] { (void)kiln::nn::nll_loss(kLogp, kiln::tensor({0.0, 1.0, 2.0}, kiln::DType::f64)); }),
             ErrorCode::wrong_type);
   EXPECT_EQ(code_of([&] { (void)kiln::nn::nll_loss(kLogp, Tensor::from(std::vector<std::int64_t>{0, 1})); }),
             ErrorCode::incompatible_shapes);
   ClassLossOptions bad_weight;
-  bad_weight.weight = kiln::tensor({1.0, 2.0});
+  bad_weight.weight = kiln::tensor({1.0, 2.0}, kiln::DType::f64);
   EXPECT_EQ(code_of([&] { (void)kiln::nn::nll_loss(kLogp, labels, bad_weight); }),
             ErrorCode::incompatible_shapes);
   ClassLossOptions too_smooth;

@@ -29,7 +29,7 @@ TEST(NnClipping, ClipGradNorm) {
   EXPECT_EQ(kiln::nn::clip_grad_norm(g, 20).gradients[1].to_vector<float>(),
             (std::vector<float>{0, 12}));
   // f64 gradients stay f64.
-  EXPECT_EQ(kiln::nn::clip_grad_norm({kiln::tensor({3.0, 4.0})}, 1).gradients[0].dtype(),
+  EXPECT_EQ(kiln::nn::clip_grad_norm({kiln::tensor({3.0, 4.0}, kiln::DType::f64)}, 1).gradients[0].dtype(),
             DType::f64);
   EXPECT_EQ(code_of([&] { (void)kiln::nn::clip_grad_norm(g, 0); }), ErrorCode::invalid_select);
 }

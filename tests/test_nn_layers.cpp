@@ -50,7 +50,7 @@ F64 standardised_blocks(const F64& v, std::size_t block, double eps) {
 }
 
 TEST(NnLayers, SiluAndLeakyRelu) {
-  const Tensor x = kiln::tensor({-2.0, -0.5, 0.0, 1.5});
+  const Tensor x = kiln::tensor({-2.0, -0.5, 0.0, 1.5}, kiln::DType::f64);
   F64 silu, leaky;
   for (double v : F64{-2, -0.5, 0, 1.5}) {
     silu.push_back(v / (1 + std::exp(-v)));

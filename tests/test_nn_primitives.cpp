@@ -65,12 +65,12 @@ bool any_nan(const Vd& v) {
 // ---- softmax family ---------------------------------------------------------------------------
 
 TEST(Softmax, HandValues) {
-  const Tensor x = kiln::tensor<double>({1, 2, 3});
+  const Tensor x = kiln::tensor<double>({1, 2, 3}, kiln::DType::f64);
   const double s = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
   EXPECT_TRUE(all_near(kiln::softmax(x).to_vector<double>(),
                        {std::exp(1.0) / s, std::exp(2.0) / s, std::exp(3.0) / s}, 1e-14));
   // Axis 0 of a [2,2]: columns.
-  const Tensor m = kiln::tensor<double>({{0, 1}, {0, 3}});
+  const Tensor m = kiln::tensor<double>({{0, 1}, {0, 3}}, kiln::DType::f64);
   const double e2 = std::exp(2.0);
   EXPECT_TRUE(all_near(kiln::softmax(m, 0).to_vector<double>(),
                        {0.5, 1 / (1 + e2), 0.5, e2 / (1 + e2)}, 1e-14));
@@ -82,17 +82,17 @@ TEST(Softmax, HandValues) {
 
 TEST(Softmax, StableForLargeInputs) {
   const Vd want = ref_softmax({0, 1, 2});
-  EXPECT_TRUE(all_near(kiln::softmax(kiln::tensor<double>({1000, 1001, 1002})).to_vector<double>(),
+  EXPECT_TRUE(all_near(kiln::softmax(kiln::tensor<double>({1000, 1001, 1002}, kiln::DType::f64)).to_vector<double>(),
                        want, 1e-12));
-  EXPECT_TRUE(all_near(kiln::softmax(kiln::tensor<double>({-1000, -999, -998})).to_vector<double>(),
+  EXPECT_TRUE(all_near(kiln::softmax(kiln::tensor<double>({-1000, -999, -998}, kiln::DType::f64)).to_vector<double>(),
                        want, 1e-12));
   const Tensor f = kiln::softmax(kiln::tensor<float>({1000.f, 1001.f, 1002.f}));
   EXPECT_EQ(f.dtype(), DType::f32);
   EXPECT_TRUE(all_near(f.to_vector<double>(), want, 1e-6));
-  EXPECT_TRUE(all_near(kiln::softmax(kiln::tensor<double>({-1000, -1000})).to_vector<double>(),
+  EXPECT_TRUE(all_near(kiln::softmax(kiln::tensor<double>({-1000, -1000}, kiln::DType::f64)).to_vector<double>(),
                        {0.5, 0.5}, 1e-14));
   // -inf entries get probability 0.
-  EXPECT_EQ(kiln::softmax(kiln::tensor<double>({-kInf, 0, -kInf})).to_vector<double>(),
+  EXPECT_EQ(kiln::softmax(kiln::tensor<double>({-kInf, 0, -kInf}, kiln::DType::f64)).to_vector<double>(),
             (Vd{0, 1, 0}));
 }
 
@@ -120,29 +120,29 @@ TEST(Softmax, RowsSumToOne) {
 
 TEST(LogSoftmax, HandValuesAndStability) {
   const double lse = ref_lse({0, 1, 2});
-  EXPECT_TRUE(all_near(kiln::log_softmax(kiln::tensor<double>({0, 1, 2})).to_vector<double>(),
+  EXPECT_TRUE(all_near(kiln::log_softmax(kiln::tensor<double>({0, 1, 2}, kiln::DType::f64)).to_vector<double>(),
                        {-lse, 1 - lse, 2 - lse}, 1e-14));
-  const Vd big = kiln::log_softmax(kiln::tensor<double>({1000, 1001, 1002})).to_vector<double>();
+  const Vd big = kiln::log_softmax(kiln::tensor<double>({1000, 1001, 1002}, kiln::DType::f64)).to_vector<double>();
   EXPECT_TRUE(all_near(big, {-lse, 1 - lse, 2 - lse}, 1e-12));
-  const Vd small = kiln::log_softmax(kiln::tensor<double>({-1000, 0})).to_vector<double>();
+  const Vd small = kiln::log_softmax(kiln::tensor<double>({-1000, 0}, kiln::DType::f64)).to_vector<double>();
   EXPECT_FALSE(any_nan(small));
   EXPECT_NEAR(small[0], -1000, 1e-9);
   EXPECT_NEAR(small[1], 0, 1e-12);
-  const Vd with_inf = kiln::log_softmax(kiln::tensor<double>({-kInf, 0})).to_vector<double>();
+  const Vd with_inf = kiln::log_softmax(kiln::tensor<double>({-kInf, 0}, kiln::DType::f64)).to_vector<double>();
   EXPECT_EQ(with_inf, (Vd{-kInf, 0}));
   // Along axis 0.
-  const Tensor m = kiln::tensor<double>({{0, 5}, {1, 5}});
+  const Tensor m = kiln::tensor<double>({{0, 5}, {1, 5}}, kiln::DType::f64);
   const double l01 = ref_lse({0, 1});
   EXPECT_TRUE(all_near(kiln::log_softmax(m, 0).to_vector<double>(),
                        {-l01, -std::log(2.0), 1 - l01, -std::log(2.0)}, 1e-14));
 }
 
 TEST(LogSumExp, HandValues) {
-  const Tensor x = kiln::tensor<double>({1, 2, 3});
+  const Tensor x = kiln::tensor<double>({1, 2, 3}, kiln::DType::f64);
   const Tensor r = kiln::logsumexp(x);
   EXPECT_EQ(r.rank(), 0);
   EXPECT_NEAR(r.item<double>(), std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)), 1e-14);
-  const Tensor m = kiln::tensor<double>({{1, 2, 3}, {0, 0, 0}});
+  const Tensor m = kiln::tensor<double>({{1, 2, 3}, {0, 0, 0}}, kiln::DType::f64);
   const Tensor rk = kiln::logsumexp(m, -1, true);
   EXPECT_EQ(rk.shape(), (Shape{2, 1}));
   EXPECT_TRUE(all_near(rk.to_vector<double>(), {ref_lse({1, 2, 3}), std::log(3.0)}, 1e-14));
@@ -153,24 +153,24 @@ TEST(LogSumExp, HandValues) {
 }
 
 TEST(LogSumExp, Stability) {
-  EXPECT_NEAR(kiln::logsumexp(kiln::tensor<double>({1000, 1000})).item<double>(),
+  EXPECT_NEAR(kiln::logsumexp(kiln::tensor<double>({1000, 1000}, kiln::DType::f64)).item<double>(),
               1000 + std::log(2.0), 1e-9);
-  EXPECT_NEAR(kiln::logsumexp(kiln::tensor<double>({-1000, -1000})).item<double>(),
+  EXPECT_NEAR(kiln::logsumexp(kiln::tensor<double>({-1000, -1000}, kiln::DType::f64)).item<double>(),
               -1000 + std::log(2.0), 1e-9);
-  EXPECT_NEAR(kiln::logsumexp(kiln::tensor<double>({1000, 1001, 1002})).item<double>(),
+  EXPECT_NEAR(kiln::logsumexp(kiln::tensor<double>({1000, 1001, 1002}, kiln::DType::f64)).item<double>(),
               1000 + ref_lse({0, 1, 2}), 1e-9);
   const Tensor f = kiln::logsumexp(kiln::tensor<float>({1000.f, 1001.f, 1002.f}));
   EXPECT_EQ(f.dtype(), DType::f32);
   EXPECT_NEAR(f.item<double>(), 1000 + ref_lse({0, 1, 2}), 1e-3);
   // Rows of -inf give -inf, not NaN; a +inf entry gives +inf.
   const Vd rows =
-      kiln::logsumexp(kiln::tensor<double>({{-kInf, -kInf}, {0, -kInf}})).to_vector<double>();
+      kiln::logsumexp(kiln::tensor<double>({{-kInf, -kInf}, {0, -kInf}}, kiln::DType::f64)).to_vector<double>();
   EXPECT_EQ(rows, (Vd{-kInf, 0}));
-  EXPECT_EQ(kiln::logsumexp(kiln::tensor<double>({kInf, 0})).item<double>(), kInf);
+  EXPECT_EQ(kiln::logsumexp(kiln::tensor<double>({kInf, 0}, kiln::DType::f64)).item<double>(), kInf);
 }
 
 TEST(CrossEntropy, HandComputation) {
-  const Tensor logits = kiln::tensor<double>({{1, 2, 3}, {1, 1, 1}});
+  const Tensor logits = kiln::tensor<double>({{1, 2, 3}, {1, 1, 1}}, kiln::DType::f64);
   const Tensor labels = kiln::tensor<std::int32_t>({2, 0});
   const double want = ((ref_lse({1, 2, 3}) - 3) + std::log(3.0)) / 2;
   const Tensor r = kiln::cross_entropy(logits, labels);
@@ -182,7 +182,7 @@ TEST(CrossEntropy, HandComputation) {
   const double wf = (std::log(2.0) + (ref_lse({2, -1}) + 1) + std::log(2.0)) / 3;
   EXPECT_NEAR(rf.item<double>(), wf, 1e-6);
   // Large logits stay finite: row 0 loss ~0, row 1 loss ~1000.
-  const Tensor big = kiln::cross_entropy(kiln::tensor<double>({{1000, 0}, {0, -1000}}),
+  const Tensor big = kiln::cross_entropy(kiln::tensor<double>({{1000, 0}, {0, -1000}}, kiln::DType::f64),
                                          kiln::tensor<std::int32_t>({0, 1}));
   EXPECT_NEAR(big.item<double>(), 500, 1e-9);
 }
@@ -429,7 +429,7 @@ TEST(Dropout, ProbabilityOutsideZeroOneIsAnError) {
 
 TEST(MapElements, AppliesFAndKeepsFloatTypes) {
   const auto f = [](double x) { return x * x + 1; };
-  const Tensor d = kiln::map_elements(kiln::tensor<double>({-1.5, 0, 2}), f);
+  const Tensor d = kiln::map_elements(kiln::tensor<double>({-1.5, 0, 2}, kiln::DType::f64), f);
   EXPECT_EQ(d.dtype(), DType::f64);
   EXPECT_EQ(d.to_vector<double>(), (Vd{3.25, 1, 5}));
   const Tensor s = kiln::map_elements(kiln::tensor<float>({{0.5f, 1.f}, {-2.f, 3.f}}), f);
@@ -509,8 +509,8 @@ TEST(ReduceRows, RowsOfHigherRankAndViews) {
 // ---- compare ----------------------------------------------------------------------------------
 
 TEST(Compare, ChosenTrueAndFalseValues) {
-  const Tensor a = kiln::tensor<double>({1, 5, 3, 7});
-  const Tensor b = kiln::tensor<double>({2, 5, 1, 9});
+  const Tensor a = kiln::tensor<double>({1, 5, 3, 7}, kiln::DType::f64);
+  const Tensor b = kiln::tensor<double>({2, 5, 1, 9}, kiln::DType::f64);
   using kiln::Comparison;
   EXPECT_EQ(kiln::compare(a, b, Comparison::greater, 10, -10).to_vector<double>(),
             (Vd{-10, -10, 10, -10}));

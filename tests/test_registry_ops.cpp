@@ -555,7 +555,10 @@ Tensor well_conditioned(const Tensor& x) {
 // [2, 3, 4, 4] symmetric positive definite matrices M M^T / 4 + I, M from x.
 Tensor positive_definite(const Tensor& x) {
   const Tensor m = kiln::slice_axis(x, 3, 0, 4);
-  return kiln::matmul(m, kiln::transpose(m, -1, -2)) / 4 + kiln::eye(4, 4, x.dtype());
+  const Tensor square = kiln::matmul(m, kiln::transpose(m, -1, -2));
+  // An integer x stays integer (/ would give floats), for the cases of the types rows refuse.
+  const Tensor scaled = kiln::is_inexact(x.dtype()) ? square / 4 : kiln::div(square, 4, "trunc");
+  return scaled + kiln::eye(4, 4, x.dtype());
 }
 
 struct Case {

@@ -580,8 +580,8 @@ TEST(Concat, SpecExamples) {
   EXPECT_EQ(cn.shape(), (Shape{2, 4}));
   EXPECT_EQ(vals(cn), (Vd{0, 1, 4, 5, 2, 3, 6, 7}));
   // Nested-list construction gives the same.
-  Tensor ta = kiln::tensor<double>({{0, 1}, {2, 3}});
-  Tensor tb = kiln::tensor<double>({{4, 5}, {6, 7}});
+  Tensor ta = kiln::tensor<double>({{0, 1}, {2, 3}}, kiln::DType::f64);
+  Tensor tb = kiln::tensor<double>({{4, 5}, {6, 7}}, kiln::DType::f64);
   EXPECT_EQ(vals(kiln::concat(ta, tb, 0)), (Vd{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 

@@ -264,7 +264,7 @@ TEST(SlidingWindow, SpecExample2) {
   const Tensor a = kiln::tensor<double>({{{0, 1, 2}, {1, 2, 3}, {2, 3, 4}},
                                          {{1, 2, 3}, {2, 3, 4}, {3, 4, 5}},
                                          {{2, 3, 4}, {3, 4, 5}, {4, 5, 6}},
-                                         {{3, 4, 5}, {4, 5, 6}, {5, 6, 7}}});
+                                         {{3, 4, 5}, {4, 5, 6}, {5, 6, 7}}}, kiln::DType::f64);
   const Tensor w = kiln::sliding_window(a, {2, 2, 2}, {2, 1, 2});
   EXPECT_EQ(w.shape(), (Shape{4, 2, 2, 2}));
   // [[[[0,1],[1,2]],[[1,2],[2,3]]], [[[1,2],[2,3]],[[2,3],[3,4]]],
@@ -356,7 +356,7 @@ TEST(UnslideWindow, OverlapsAreSummed) {
   const Tensor w = kiln::sliding_window(kiln::ones({4}, DType::f64), {2}, {1});
   EXPECT_EQ(kiln::unslide_window(w, {4}, {1}).to_vector<double>(), (Vd{1, 2, 2, 1}));
   // Windows given directly: [[1,2,3],[10,20,30]] over [4] with step 1.
-  const Tensor direct = kiln::tensor<double>({{1, 2, 3}, {10, 20, 30}});
+  const Tensor direct = kiln::tensor<double>({{1, 2, 3}, {10, 20, 30}}, kiln::DType::f64);
   EXPECT_EQ(kiln::unslide_window(direct, {4}, {1}).to_vector<double>(), (Vd{1, 12, 23, 30}));
 }
 
@@ -387,7 +387,7 @@ TEST(UnslideWindow, RoundTripOfSpecExample2) {
   const Tensor a = kiln::tensor<double>({{{0, 1, 2}, {1, 2, 3}, {2, 3, 4}},
                                          {{1, 2, 3}, {2, 3, 4}, {3, 4, 5}},
                                          {{2, 3, 4}, {3, 4, 5}, {4, 5, 6}},
-                                         {{3, 4, 5}, {4, 5, 6}, {5, 6, 7}}});
+                                         {{3, 4, 5}, {4, 5, 6}, {5, 6, 7}}}, kiln::DType::f64);
   const Tensor back =
       kiln::unslide_window(kiln::sliding_window(a, {2, 2, 2}, {2, 1, 2}), {4, 3, 3}, {2, 1, 2});
   // Coverage per element: dim 0 once, dim 1 [1,2,1], dim 2 [1,1,0].
@@ -435,8 +435,8 @@ TEST(UnslideWindow, WrongArgumentsAreErrors) {
 
 TEST(Convolve, OneFilterHandValues) {
   // a [4,2], kernel [2,2]: windows of rows (i, i+1), last dimension reduced completely.
-  const Tensor a = kiln::tensor<double>({{1, 2}, {3, 4}, {5, 6}, {7, 8}});
-  const Tensor k = kiln::tensor<double>({{1, 0}, {0, 1}});
+  const Tensor a = kiln::tensor<double>({{1, 2}, {3, 4}, {5, 6}, {7, 8}}, kiln::DType::f64);
+  const Tensor k = kiln::tensor<double>({{1, 0}, {0, 1}}, kiln::DType::f64);
   const Tensor r = kiln::convolve(a, k, {1});
   EXPECT_EQ(r.shape(), (Shape{3}));
   EXPECT_EQ(r.to_vector<double>(), (Vd{5, 9, 13}));
@@ -449,7 +449,7 @@ TEST(Convolve, OneFilterHandValues) {
 
 TEST(Convolve, SeveralFilters) {
   // kernel [2, 2,2,1]: filter 0 all ones, filter 1 [[1,0],[0,-1]].
-  const Tensor k = kiln::tensor<double>({{{{1}, {1}}, {{1}, {1}}}, {{{1}, {0}}, {{0}, {-1}}}});
+  const Tensor k = kiln::tensor<double>({{{{1}, {1}}, {{1}, {1}}}, {{{1}, {0}}, {{0}, {-1}}}}, kiln::DType::f64);
   ASSERT_EQ(k.shape(), (Shape{2, 2, 2, 1}));
   const Tensor r = kiln::convolve(iota({3, 3, 1}), k, {1, 1});
   EXPECT_EQ(r.shape(), (Shape{2, 2, 2}));
@@ -468,8 +468,8 @@ TEST(Convolve, Steps) {
 TEST(Convolve, LastDimensionReducedCompletely) {
   // a [3,2], kernel [2,2], step 2: floor((3 - 2) / 2) + 1 = 1 window spanning rows 0..1 and the
   // whole last dimension.
-  const Tensor a = kiln::tensor<double>({{1, 2}, {3, 4}, {5, 6}});
-  const Tensor k = kiln::tensor<double>({{1, 10}, {100, 1000}});
+  const Tensor a = kiln::tensor<double>({{1, 2}, {3, 4}, {5, 6}}, kiln::DType::f64);
+  const Tensor k = kiln::tensor<double>({{1, 10}, {100, 1000}}, kiln::DType::f64);
   const Tensor r = kiln::convolve(a, k, {2});
   EXPECT_EQ(r.shape(), (Shape{1}));
   EXPECT_EQ(r.to_vector<double>(), (Vd{1 + 20 + 300 + 4000}));
@@ -521,7 +521,7 @@ TEST(Convolve, Errors) {
 // ---- pooling_sum / pooling_max ----------------------------------------------------------------
 
 TEST(Pooling, HandValues) {
-  const Tensor a = kiln::tensor<double>({{1, 2}, {3, 4}, {5, 6}, {7, 8}});
+  const Tensor a = kiln::tensor<double>({{1, 2}, {3, 4}, {5, 6}, {7, 8}}, kiln::DType::f64);
   const Tensor s = kiln::pooling_sum(a, {2}, {1});
   EXPECT_EQ(s.shape(), (Shape{3}));
   EXPECT_EQ(s.to_vector<double>(), (Vd{10, 18, 26}));
@@ -595,8 +595,8 @@ TEST(Pooling, Errors) {
 TEST(Conv2d, HandValues) {
   // x [1,1,3,3] = 0..8, w [1,1,2,2] = [[1,2],[3,4]], bias 10.
   const Tensor x = iota({1, 1, 3, 3});
-  const Tensor w = kiln::tensor<double>({{{{1, 2}, {3, 4}}}});
-  const Tensor b = kiln::tensor<double>({10});
+  const Tensor w = kiln::tensor<double>({{{{1, 2}, {3, 4}}}}, kiln::DType::f64);
+  const Tensor b = kiln::tensor<double>({10}, kiln::DType::f64);
   const Tensor r = kiln::conv2d(x, w, b);
   EXPECT_EQ(r.shape(), (Shape{1, 1, 2, 2}));
   // (0,0): 0+2+9+16 = 27; (0,1): 1+4+12+20 = 37; (1,0): 3+8+18+28 = 57; (1,1): 67.
@@ -718,7 +718,7 @@ TEST(Pool2d, PaddingMaxIgnoresPadAvgCountsZeros) {
   EXPECT_EQ(a.shape(), (Shape{1, 1, 2, 2}));
   EXPECT_EQ(a.to_vector<double>(), (Vd{0.25, 0.25, 0.25, 0.25}));
   // Negative values: max pooling must not pick the padding.
-  const Tensor neg = kiln::tensor<double>({{{{-1, -2}, {-3, -4}}}});
+  const Tensor neg = kiln::tensor<double>({{{{-1, -2}, {-3, -4}}}}, kiln::DType::f64);
   const Tensor m = kiln::max_pool2d(neg, {2, 2}, o);
   EXPECT_EQ(m.to_vector<double>(), (Vd{-1, -2, -3, -4}));
   // Padding in one direction only, kernel [1,2]: avg of (pad, x) pairs.

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/tensor.hpp"
@@ -68,17 +69,20 @@ void manual_seed(std::uint64_t seed);
 std::uint64_t next_seed();
 
 namespace detail {
-// A leaf converted to `dtype` (no graph behind it).
+// A leaf of doubles in default_dtype(), and a leaf converted to `dtype` (no graph behind either).
+Tensor in_default_dtype(const std::vector<double>& values, Shape shape);
 Tensor converted_leaf(const Tensor& t, DType dtype);
 }  // namespace detail
 
-/// Nested initializer lists: tensor({{1.f, 2.f}, {3.f, 4.f}}) is f32 [2,2]. The list's element
-/// type is the tensor's (double -> f64, int -> i32), as with Tensor::from: a typed list is an
-/// explicit choice, where a scalar beside a tensor (weak) or a creation function without a dtype
-/// (default_dtype()) is not. libtorch's tensor({1.0, 2.0}) is f32: write {1.f, 2.f}, or give the
-/// type: tensor({1.0, 2.0}, DType::f32) converts the values to it.
+/// Nested initializer lists: tensor({{1.f, 2.f}, {3.f, 4.f}}) is f32 [2,2]. As in libtorch, a list
+/// of doubles gives default_dtype() (f32 unless changed): tensor({1.0, 2.0}) is f32; other element
+/// types are the tensor's (float -> f32, int -> i32, bool -> bool), as with Tensor::from. With a
+/// dtype, the values are converted to it: tensor({1.0, 2.0}, DType::f64).
 template <class T> Tensor tensor(std::initializer_list<T> v) {
-  return Tensor::from(std::vector<T>(v));
+  if constexpr (std::is_same_v<T, double>)
+    return detail::in_default_dtype(std::vector<double>(v), {static_cast<std::int64_t>(v.size())});
+  else
+    return Tensor::from(std::vector<T>(v));
 }
 template <class T> Tensor tensor(std::initializer_list<T> v, DType dtype) {
   return detail::converted_leaf(Tensor::from(std::vector<T>(v)), dtype);
@@ -95,9 +99,10 @@ Tensor tensor(
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
-/// Integer division truncates toward zero; an integer division by zero gives 0. With a rounding
-/// mode, libtorch's div(a, b, rounding_mode): "trunc" rounds the quotient toward zero, "floor"
-/// down (floor_divide, Python's //); integers stay integers, and floats are rounded.
+/// True division, as libtorch's: integer and bool operands are divided in default_dtype()
+/// (7 / 2 is 3.5). With a rounding mode, libtorch's div(a, b, rounding_mode): "trunc" rounds the
+/// quotient toward zero, "floor" down (floor_divide, Python's //); integers then stay integers
+/// (an integer division by zero gives 0). The C API's fdiv keeps Flint's truncating division.
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode);
 Tensor div(const Tensor& a, Scalar b, std::string_view rounding_mode);
@@ -194,8 +199,9 @@ inline Tensor operator*(Scalar a, const Tensor& b) { return mul(a, b); }
 inline Tensor operator/(Scalar a, const Tensor& b) { return div(a, b); }
 
 /// ---- unary elementwise --------------------------------------------------------------------------
-/// neg, abs, square and relu keep the type. sign returns i32 (1 where a >= 0, else -1). even needs
-/// an integer tensor and returns i32 (1 where a is even). The other functions are float-valued:
+/// neg, abs, square and relu keep the type. sign keeps it too and gives -1, 0 or 1 (0 at 0 and at
+/// NaN, as libtorch's; a bool tensor is its own sign; the C API's fsign keeps Flint's i32, 1 at
+/// 0). even needs an integer tensor and returns i32 (1 where a is even). The other functions are float-valued:
 /// f32 stays f32, f64 stays f64, integer tensors give default_dtype() (libtorch's rule; the C
 /// API keeps Flint's f64).
 Tensor neg(const Tensor& a);

@@ -135,6 +135,10 @@ std::uint64_t next_seed() {
   return s == 0 ? 1 : s;
 }
 
+Tensor detail::in_default_dtype(const std::vector<double>& values, Shape shape) {
+  return converted_leaf(Tensor::from(values, std::move(shape)), default_dtype());
+}
+
 Tensor detail::converted_leaf(const Tensor& t, DType dtype) {
   return t.dtype() == dtype ? t : convert(t, dtype).detach();
 }

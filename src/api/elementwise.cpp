@@ -154,6 +154,8 @@ Tensor unary(Op op, const Tensor& a) {
 // Unary ops with a signature of their own are written out below (KILN_WRITTEN_OUT_<name>
 // defined as `~, 1`); KILN_IF_WRITTEN_OUT_(fn) is then a macro that drops its arguments.
 #define KILN_WRITTEN_OUT_convert ~, 1
+#define KILN_WRITTEN_OUT_sign ~, 1
+#define KILN_WRITTEN_OUT_div ~, 1
 #define KILN_SECOND_(a, b, ...) b
 #define KILN_SECOND_OF_(...) KILN_SECOND_(__VA_ARGS__)
 #define KILN_IS_WRITTEN_OUT_(fn) KILN_SECOND_OF_(KILN_WRITTEN_OUT_##fn, 0, ~)
@@ -171,6 +173,19 @@ KILN_OP_REGISTRY(KILN_NO_PUBLIC_FUNCTION_, KILN_PUBLIC_UNARY_, KILN_PUBLIC_BINAR
 
 namespace {
 
+// `a` of type `as`, keeping its broadcasting mark.
+Tensor as_type(const Tensor& a, DType as) {
+  if (a.dtype() == as) return a;
+  const Tensor c = convert(a, as);
+  return a.is_inverse_broadcast() ? c.inverse_broadcast() : c;
+}
+
+// libtorch's true division: operands that are both integers or bools divide in default_dtype().
+Tensor true_div(const Tensor& a, const Tensor& b) {
+  if (is_inexact(promote(a.dtype(), b.dtype()))) return binary(Op::div, a, b);
+  return binary(Op::div, as_type(a, default_dtype()), as_type(b, default_dtype()));
+}
+
 // The quotient rounded toward zero or down; integers stay integers.
 Tensor rounded_div(const Tensor& a, const Tensor& b, std::string_view mode) {
   const bool floor_mode = mode == "floor";
@@ -187,20 +202,27 @@ Tensor rounded_div(const Tensor& a, const Tensor& b, std::string_view mode) {
     return floor_mode ? floor(q) : trunc(q);
   }
   const DType as = is_bool(t) ? DType::i64 : t;  // libtorch divides bools as integers
-  const Tensor x = convert(a, as), y = convert(b, as);
+  const Tensor x = as_type(a, as), y = as_type(b, as);
   const Tensor q = binary(Op::div, x, y);  // truncates
   if (!floor_mode) return q;
-  // One less where the division was inexact and the quotient negative (the remainder's sign
-  // differs from the divisor's).
-  const Tensor r = fmod(x, y);
-  const Tensor zero = zeros({}, as);
-  const Tensor inexact_negative = where(not_equal(r, zero), not_equal(less(r, zero), less(y, zero)),
-                                        zeros({}, DType::boolean));
-  return q - convert(inexact_negative, as);
+  // One less where the division was inexact and the quotient negative: there the remainders of
+  // truncated and of floor division differ (by the divisor).
+  return q - convert(not_equal(fmod(x, y), remainder(x, y)), as);
 }
 
 }  // namespace
 
+Tensor div(const Tensor& a, const Tensor& b) {
+  detail::node_of(a, "div");
+  detail::node_of(b, "div");
+  return true_div(a, b);
+}
+Tensor div(const Tensor& a, Scalar b) {
+  return true_div(a, weak_constant(b, detail::node_of(a, "div")->dtype));
+}
+Tensor div(Scalar a, const Tensor& b) {
+  return true_div(weak_constant(a, detail::node_of(b, "div")->dtype), b);
+}
 Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode) {
   detail::node_of(a, "div");
   detail::node_of(b, "div");
@@ -215,6 +237,18 @@ Tensor div(Scalar a, const Tensor& b, std::string_view rounding_mode) {
 Tensor floor_divide(const Tensor& a, const Tensor& b) { return div(a, b, "floor"); }
 Tensor floor_divide(const Tensor& a, Scalar b) { return div(a, b, "floor"); }
 Tensor floor_divide(Scalar a, const Tensor& b) { return div(a, b, "floor"); }
+
+// libtorch's sign: the operand's type, 0 at 0 and NaN. Built from selections, so that its
+// gradient is zero (a variable reached only through where's condition), as libtorch's.
+Tensor sign(const Tensor& a) {
+  const DType t = detail::node_of(a, "sign")->dtype;
+  if (is_bool(t)) return a;
+  if (is_complex(t))
+    detail::fail(ErrorCode::wrong_type, "sign",
+                 "needs a real tensor, got " + std::string(dtype_name(t)));
+  const Tensor zero = zeros({}, t);
+  return where(greater(a, zero), full({}, 1, t), where(less(a, zero), full({}, -1, t), zero));
+}
 
 Tensor detail::flint_unary(Op op, const Tensor& a) { return flint_unary_node(op, a); }
 

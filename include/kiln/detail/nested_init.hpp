@@ -2,6 +2,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 namespace kiln {
@@ -26,7 +27,16 @@ template <class T, class L> Tensor from_nested(std::initializer_list<L> v) {
   Shape shape;
   std::vector<T> values;
   flatten_into(v, shape, 0, values);
-  return Tensor::from(values, shape);
+  if constexpr (std::is_same_v<T, double>)
+    return in_default_dtype(values, std::move(shape));  // libtorch's rule (see tensor())
+  else
+    return Tensor::from(values, shape);
+}
+template <class T, class L> Tensor from_nested(std::initializer_list<L> v, DType dtype) {
+  Shape shape;
+  std::vector<T> values;
+  flatten_into(v, shape, 0, values);
+  return converted_leaf(Tensor::from(values, shape), dtype);
 }
 
 }  // namespace detail
@@ -43,6 +53,23 @@ Tensor tensor(
     std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>>
         v) {
   return detail::from_nested<T>(v);
+}
+
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> v, DType dtype) {
+  return detail::from_nested<T>(v, dtype);
+}
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> v,
+              DType dtype) {
+  return detail::from_nested<T>(v, dtype);
+}
+template <class T>
+Tensor tensor(
+    std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>>
+        v,
+    DType dtype) {
+  return detail::from_nested<T>(v, dtype);
 }
 
 }  // namespace kiln
