@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/tensor.hpp"
@@ -90,8 +92,17 @@ class DataLoader {
   DataLoader& operator=(const DataLoader&) = delete;
 
   /// Starts epoch `epoch` (0-based): reshuffles (or asks the sampler), rewinds, and drops batches prepared for the old
-  /// one. The constructor starts epoch 0.
-  void start_epoch(std::int64_t epoch);
+  /// one. The constructor starts epoch 0. With `first_batch`, the epoch starts there, as if that
+  /// many batches had been taken (outside [0, num_batches()]: invalid_select).
+  void start_epoch(std::int64_t epoch, std::int64_t first_batch = 0);
+  std::int64_t epoch() const;     ///< the epoch started last
+  std::int64_t position() const;  ///< the batches next() has returned in it
+  /// The position as named i64 tensors ("loader.epoch", "loader.batch"), for a checkpoint's
+  /// `extra`; load_state_dict starts that epoch at that batch (the order of an epoch depends only
+  /// on the seed and the epoch, so the rest of the epoch is what it would have been). Entries of
+  /// other names are ignored; missing entries or other types are an invalid_select error.
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
   /// The next batch of the epoch, one tensor per field ([B, ...]); false when the epoch is done.
   /// An error preparing the batch (the example function's, a stacking error) is thrown here.
   bool next(std::vector<Tensor>& batch);

@@ -1104,10 +1104,12 @@ void load_safetensors(Module& module, const std::string& path,
 /// A training checkpoint in one safetensors file: the module's parameters and buffers as
 /// "model.<name>", the optimiser's state_dict() as "optimizer.<name>", and any other named
 /// tensors (a schedule's state_dict(), an epoch count) as "extra.<name>", given back by
-/// load_checkpoint when `extra` is not null. Loading restores model and optimiser exactly, so
-/// training resumes as if it had not stopped (the random generator is not part of it: reseed
-/// with nn::manual_seed where the steps draw random values). Everything is checked before
-/// anything changes, with the errors of load_safetensors and Optimizer::load_state_dict.
+/// load_checkpoint when `extra` is not null, and the global random generator's state
+/// (kiln::random_state) as "random.state". Loading restores model, optimiser and generator
+/// exactly, so training resumes as if it had not stopped: dropout draws the masks it would have
+/// drawn. A data loader's position goes in `extra` (data::DataLoader::state_dict, given back to
+/// its load_state_dict), so a run resumes mid-epoch. Everything is checked before anything
+/// changes, with the errors of load_safetensors and Optimizer::load_state_dict.
 void save_checkpoint(const Module& module, const Optimizer& optimizer, const std::string& path,
                      const std::vector<std::pair<std::string, Tensor>>& extra = {});
 void load_checkpoint(Module& module, Optimizer& optimizer, const std::string& path,

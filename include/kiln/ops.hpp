@@ -65,6 +65,9 @@ Tensor uniform_like(const Tensor& like);
 /// Resets the one global generator that every unseeded random op, kiln::nn's initialisations and
 /// its dropout masks draw their seeds from (nn::manual_seed is the same function).
 void manual_seed(std::uint64_t seed);
+/// The generator's whole state (libtorch's get_rng_state): manual_seed(random_state()) later
+/// makes the same draws again. nn::save_checkpoint keeps it.
+std::uint64_t random_state();
 /// The next seed of that generator (never 0).
 std::uint64_t next_seed();
 

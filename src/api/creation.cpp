@@ -130,6 +130,7 @@ Tensor uniform(Shape shape, std::uint64_t seed) {
 }
 Tensor uniform(Shape shape) { return uniform(std::move(shape), default_dtype()); }
 void manual_seed(std::uint64_t seed) { global_seed_state.store(seed); }
+std::uint64_t random_state() { return global_seed_state.load(); }
 std::uint64_t next_seed() {
   const std::uint64_t s = detail::next_global_seed();
   return s == 0 ? 1 : s;

@@ -64,6 +64,7 @@ struct DataLoader::State {
   DataLoaderOptions options;
 
   std::vector<std::int64_t> order;
+  std::int64_t epoch = 0;
   std::int64_t next_to_make = 0;  // batch index the producer makes next (or next() without one)
 
   struct Item {
@@ -205,8 +206,11 @@ DataLoader::DataLoader(std::int64_t size, ExampleFunction example, DataLoaderOpt
 
 DataLoader::~DataLoader() { s_->stop_producer(); }
 
-void DataLoader::start_epoch(std::int64_t epoch) {
+void DataLoader::start_epoch(std::int64_t epoch, std::int64_t first_batch) {
   State& s = *s_;
+  if (epoch < 0)
+    throw Error(ErrorCode::invalid_select,
+                "data::DataLoader::start_epoch: epoch " + std::to_string(epoch) + " is negative");
   s.stop_producer();
   if (s.options.sampler) {
     std::vector<std::int64_t> order = s.options.sampler->indices(epoch);
@@ -219,10 +223,17 @@ void DataLoader::start_epoch(std::int64_t epoch) {
   } else {
     s.order = epoch_order(s.size, s.options.shuffle, s.options.seed, epoch);
   }
+  s.epoch = epoch;
   s.queue.clear();
-  s.next_to_make = 0;
-  s.made = 0;
-  s.taken = 0;
+  if (first_batch < 0 || first_batch > s.batches()) {
+    s.next_to_make = s.made = s.taken = s.batches();  // no batch of a half-started epoch
+    throw Error(ErrorCode::invalid_select,
+                "data::DataLoader::start_epoch: batch " + std::to_string(first_batch) +
+                    " outside the epoch's " + std::to_string(s.batches()) + " batches");
+  }
+  s.next_to_make = first_batch;
+  s.made = first_batch;
+  s.taken = first_batch;
   s.stop = false;
   if (s.options.prefetch > 0) s.producer = std::thread([&s] { s.produce(); });
 }
@@ -264,6 +275,29 @@ bool DataLoader::next(std::vector<Tensor>& batch) {
 }
 
 std::int64_t DataLoader::num_batches() const { return s_->batches(); }
+std::int64_t DataLoader::epoch() const { return s_->epoch; }
+std::int64_t DataLoader::position() const { return s_->taken; }
+
+std::vector<std::pair<std::string, Tensor>> DataLoader::state_dict() const {
+  return {{"loader.epoch", Tensor::from(std::vector<std::int64_t>{s_->epoch})},
+          {"loader.batch", Tensor::from(std::vector<std::int64_t>{s_->taken})}};
+}
+
+void DataLoader::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) {
+  const auto value = [&](const char* name) {
+    for (const auto& [n, t] : state)
+      if (n == name) {
+        if (!t.defined() || t.dtype() != DType::i64 || t.numel() != 1)
+          throw Error(ErrorCode::invalid_select, std::string("data::DataLoader::load_state_dict: '") +
+                                                     name + "' must be one i64");
+        return t.item<std::int64_t>();
+      }
+    throw Error(ErrorCode::invalid_select,
+                std::string("data::DataLoader::load_state_dict: no '") + name + "' entry");
+  };
+  const std::int64_t epoch = value("loader.epoch"), batch = value("loader.batch");
+  start_epoch(epoch, batch);
+}
 std::int64_t DataLoader::size() const { return s_->size; }
 double DataLoader::wait_seconds() const { return s_->waited; }
 std::int64_t DataLoader::batches_returned() const { return s_->returned; }

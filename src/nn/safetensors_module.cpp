@@ -1,5 +1,6 @@
 // Modules (and training checkpoints) to and from safetensors files (kiln/nn.hpp,
 // kiln/safetensors.hpp).
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -67,6 +68,8 @@ void assign_state(Module& module, std::vector<Tensor> values) {
 }
 
 constexpr std::string_view kModel = "model.", kOptimizer = "optimizer.", kExtra = "extra.";
+// The global random generator's state (kiln::random_state), as one i64 holding its 64 bits.
+constexpr std::string_view kRandomState = "random.state";
 
 bool starts_with(const std::string& s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -97,6 +100,8 @@ void save_checkpoint(const Module& module, const Optimizer& optimizer, const std
   for (auto& [name, t] : optimizer.state_dict())
     tensors.emplace_back(std::string(kOptimizer) + name, std::move(t));
   for (const auto& [name, t] : extra) tensors.emplace_back(std::string(kExtra) + name, t);
+  const auto state = static_cast<std::int64_t>(random_state());  // two's complement: every bit
+  tensors.emplace_back(std::string(kRandomState), Tensor::from(std::vector<std::int64_t>{state}));
   kiln::save_safetensors(path, tensors, {{"format", "kiln checkpoint"}});
 }
 
@@ -105,8 +110,15 @@ void load_checkpoint(Module& module, Optimizer& optimizer, const std::string& pa
   const Safetensors file = kiln::load_safetensors(path);
   const std::string what = "nn::load_checkpoint: " + path;
   std::vector<std::pair<std::string, Tensor>> optimizer_state, extra_state;
+  std::optional<std::uint64_t> random;  // absent from checkpoints of earlier kiln
   for (const auto& [name, t] : file.tensors) {
-    if (starts_with(name, kOptimizer))
+    if (name == kRandomState) {
+      if (t.dtype() != DType::i64 || t.numel() != 1)
+        throw Error(ErrorCode::wrong_type, what + ": '" + name + "' must be one i64, got " +
+                                               dtype_name(t.dtype()) + " " +
+                                               shape_to_string(t.shape()));
+      random = static_cast<std::uint64_t>(t.item<std::int64_t>());
+    } else if (starts_with(name, kOptimizer))
       optimizer_state.emplace_back(name.substr(kOptimizer.size()), t);
     else if (starts_with(name, kExtra))
       extra_state.emplace_back(name.substr(kExtra.size()), t);
@@ -124,6 +136,7 @@ void load_checkpoint(Module& module, Optimizer& optimizer, const std::string& pa
     throw Error(e.code(), what + ": " + e.what());
   }
   assign_state(module, std::move(values));
+  if (random) manual_seed(*random);
   if (extra) *extra = std::move(extra_state);
 }
 
