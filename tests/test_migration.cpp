@@ -252,8 +252,16 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
     EXPECT_EQ(kiln::fft(v).to_vector<std::complex<double>>(),
               (std::vector<std::complex<double>>{{6, 0}, {-2, 2}, {-2, 0}, {-2, -2}}));
   });
-  ROW(x.place_on(*kiln::cpu_executor()), {
-    EXPECT_TRUE(x.place_on(*kiln::cpu_executor()).is_on(*kiln::cpu_executor()));
+  ROW(x.to("cpu"), {
+    const Tensor placed = x.to("cpu");
+    EXPECT_EQ(placed.device(), kiln::Device("cpu"));
+    EXPECT_EQ((placed + 1.0).device(), kiln::Device("cpu"));
+    EXPECT_TRUE(placed.is_on(*kiln::cpu_executor()));
+  });
+  ROW(x.device(), EXPECT_EQ(x.device(), kiln::Device(kiln::current_executor())););
+  ROW(kiln::DeviceGuard g("reference"), {
+    kiln::DeviceGuard g("reference");
+    EXPECT_EQ(x.device(), kiln::Device("reference"));
   });
   ROW(x.sum().item<double>(), EXPECT_EQ(x.sum().item<double>(), 276););
   ROW(x.clone(), expect_tensor(x.clone(), DType::f64, {2, 3, 4}, iota(24)););

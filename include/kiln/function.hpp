@@ -33,7 +33,8 @@ struct CompileOptions {
   /// state is a shared variable, as in Theano: every handle to it reads the new values (a copy made
   /// with clone() keeps the old ones).
   std::vector<Update> updates;
-  /// Where the function runs; null: the executor current when compile() is called.
+  /// Where the function runs; null: the device its outputs live on (Tensor::to), else the
+  /// executor current when compile() is called.
   std::shared_ptr<Executor> executor;
   /// Rewrite the copy before scheduling it: merge duplicates, fold subgraphs over constants and
   /// apply exact algebraic simplifications (see kiln/graph_passes.hpp). The results are

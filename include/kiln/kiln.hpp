@@ -7,6 +7,7 @@
 #include "kiln/autodiff.hpp"
 #include "kiln/composite_ops.hpp"
 #include "kiln/custom.hpp"
+#include "kiln/device.hpp"
 #include "kiln/eager_mode.hpp"
 #include "kiln/error.hpp"
 #include "kiln/executor.hpp"

@@ -109,6 +109,9 @@ class Parameter {
   void copy_(const Tensor& value) const;
   /// Converts the value to a floating `dtype` (Module::to does this for a whole model).
   void to(DType dtype) const;
+  /// Moves the value to `device` (Tensor::to), where every computation with it then runs. New
+  /// values given by set, copy_ or an optimiser's step stay on that device.
+  void to(const Device& device) const;
   /// The gradient backward() accumulated for the current value (undefined if none).
   Tensor grad() const { return value().grad(); }
   void zero_grad() const { value().zero_grad(); }
@@ -126,6 +129,8 @@ class Parameter {
   /// handle left and the update may take its memory over.
   void hold(const Tensor& pending) const;
   void store(Tensor value) const;
+  // `value` on the device this parameter lives on (a new value never moves a parameter).
+  Tensor on_own_device(const Tensor& value) const;
   void check_shape(const Tensor& value, const char* op) const;
   /// A slot for a module's buffer: never trained, never a gradient variable.
   static Parameter buffer(std::string name, const Tensor& value);
@@ -170,9 +175,14 @@ class Module {
   void zero_grad() const;
   /// Freezes (requires_grad false) or unfreezes every parameter of this module and its children.
   void set_requires_grad(bool requires_grad) const;
-  /// Places every parameter and buffer on `executor` (Tensor::place_on: uploaded to its device
-  /// now), as libtorch's `module->to(device)`; evaluating the model there then moves no weights.
+  /// Places the values of every parameter and buffer on `executor` (Tensor::place_on: uploaded
+  /// to its device now), so that evaluating the model there moves no weights. The computation
+  /// does not follow; to(device) moves the model.
   void place_on(Executor& executor) const;
+  /// Moves every parameter and buffer to `device`, as libtorch's `module->to(device)`: the
+  /// model's forward pass, its gradients and its optimiser's steps then run on that device, with
+  /// inputs placed there too (`x.to(device)`; inputs on another device are device_error).
+  void to(const Device& device) const;
   /// Converts every parameter and buffer to the floating type `dtype` (libtorch's
   /// `module->to(torch::kFloat64)`): the layers then compute in it, and data of another type is
   /// a wrong_type error naming the layer and both types.

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/types.hpp"
 
@@ -116,12 +117,27 @@ class Tensor {
   const Tensor& eval(Executor& executor) const;
   bool is_evaluated() const;
   /// Evaluates on `executor` if needed and makes the values present in its memory, uploading
-  /// them to its device now (libtorch's `to(device)`, without a new tensor: the values keep
-  /// their other copies, and a later evaluation anywhere reads the copy it needs). Placing on
-  /// the CPU executor reads values computed on a device back to the host.
+  /// them to its device now: the values keep their other copies, and a later evaluation anywhere
+  /// reads the copy it needs. Placing on the CPU executor reads values computed on a device back
+  /// to the host. Only the values move: computations with this tensor still run where it lives
+  /// (to(device) moves those).
   const Tensor& place_on(Executor& executor) const;
   /// Whether the values are present in `executor`'s memory now (false before evaluation).
   bool is_on(const Executor& executor) const;
+
+  /// ---- devices (see device.hpp) -------------------------------------------------------------
+  /// This tensor on `device`, as libtorch's `x.to(device)`: a leaf with the same values
+  /// (evaluated where this tensor lives, uploaded now, and shared rather than copied) whose ops
+  /// all run on that device. A tensor that lives there already is returned as it is. No gradient
+  /// passes through the move, so moving a watched tensor, or one built in a gradient context from
+  /// others, is device_error: move data and modules (Module::to) before computing with them.
+  Tensor to(const Device& device) const;
+  Tensor to(const Device& device, DType dtype) const;
+  /// Where this tensor lives: the device to() placed it or its operands on; an unplaced tensor
+  /// is computed by this thread's DeviceGuard's device, else current_executor().
+  Device device() const;
+  /// Whether to() placed this tensor, or an operand it was computed from, on a device.
+  bool is_placed() const;
   /// A new leaf with this tensor's values (evaluated first if needed). It shares the values'
   /// memory instead of copying them, and has no graph behind it.
   Tensor detach() const;

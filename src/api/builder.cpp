@@ -10,6 +10,7 @@
 #include "graph/values.hpp"
 #include "kiln/autodiff.hpp"
 #include "kiln/eager_mode.hpp"
+#include "kiln/executor.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln::detail {
@@ -75,14 +76,32 @@ constexpr std::uint32_t kAutoEvaluateDepth = 4096;
 // initial-exec: read for every node built (see graph_lock.cpp).
 thread_local int auto_evaluation_pauses __attribute__((tls_model("initial-exec"))) = 0;
 
-// Computes the node's depth and wraps it in a handle; the caller holds a GraphReadLock.
+// An op of operands placed on two different executors: computation follows its inputs, so it
+// has nowhere to run.
+[[noreturn]] void fail_mixed_devices(const Node& node, const Node& a, const Node& b) {
+  auto where = [](const Node& n) {
+    return std::string(dtype_name(n.dtype)) + " " + shape_str(n.shape) + " on " +
+           std::string(n.home->name());
+  };
+  fail(ErrorCode::device_error, node.info().name,
+       "operands live on different devices: " + where(a) + " and " + where(b) +
+           " (move one with .to(device) first)");
+}
+
+// Computes the node's depth and device and wraps it in a handle; the caller holds a
+// GraphReadLock.
 Tensor finish(NodePtr node) {
   std::uint32_t depth = 0;
   bool symbolic = node->op == Op::store && node->attrs.store_kind == StoreKind::placeholder;
+  const Node* placed = nullptr;
   for (const auto& in : node->inputs) {
     depth = std::max(depth, has_values(*in) ? 0u : in->depth);
     symbolic = symbolic || in->symbolic;
+    if (in->home == nullptr) continue;
+    if (placed == nullptr) placed = in.get();
+    else if (in->home != placed->home) fail_mixed_devices(*node, *placed, *in);
   }
+  if (placed != nullptr) node->home = placed->home;
   node->depth = depth + 1;
   node->symbolic = symbolic;
   node->in_gradient_context = gradient_context_active();

@@ -149,7 +149,14 @@ std::size_t count_nodes(const Function::Impl& f) {
 Function compile(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                  CompileOptions options) {
   auto f = std::make_shared<Function::Impl>();
-  f->executor = options.executor ? options.executor : current_executor();
+  // Unless told, the function runs where its outputs live, as their evaluation would.
+  f->executor = options.executor;
+  auto follow = [&f](const Tensor& t) {
+    if (f->executor == nullptr && t.defined() && t.is_placed()) f->executor = t.device().executor();
+  };
+  for (const Tensor& out : outputs) follow(out);
+  for (const Update& u : options.updates) follow(u.value);
+  if (f->executor == nullptr) f->executor = current_executor();
   if (outputs.empty() && options.updates.empty())
     fail(ErrorCode::invalid_select, "a function needs at least one output or update");
 

@@ -149,6 +149,7 @@ Tensor Tensor::detach() const {
   auto leaf = std::make_shared<Node>(detail::Op::store, source.dtype, source.shape,
                                      std::vector<detail::NodePtr>{});
   detail::set_host_values(*leaf, detail::host_buffer(source));
+  leaf->home = source.home;  // it stays on its device
   return Tensor(std::move(leaf));
 }
 

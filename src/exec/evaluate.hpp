@@ -22,6 +22,8 @@ void place(std::span<Node* const> nodes, Executor& executor);
 // kernels: a module's running statistics come from the training step's pass), unless something
 // reads it first. Symbolic nodes are never computed.
 void evaluate_later(std::shared_ptr<Node> node);
+// This thread's innermost DeviceGuard's executor; null outside every guard.
+const std::shared_ptr<Executor>& guarded_executor();
 // Whether KILN_DEBUG asks for schedules, fallbacks and rewrites on stderr.
 bool debug_enabled();
 }  // namespace kiln::detail

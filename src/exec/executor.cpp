@@ -54,9 +54,10 @@ std::shared_ptr<Executor>& executor_slot() {
 // and take the lock (and copy the handle, two atomic read-modify-writes) only after a change.
 std::atomic<std::uint64_t> executor_version{1};
 
-// The current executor for an evaluation on this thread. The thread's copy keeps it alive while
-// it runs, even if another thread replaces it meanwhile.
+// The current executor for an evaluation on this thread: its DeviceGuard's, else the process's.
+// The thread's copy keeps it alive while it runs, even if another thread replaces it meanwhile.
 Executor& executor_for_evaluation() {
+  if (const std::shared_ptr<Executor>& guarded = detail::guarded_executor()) return *guarded;
   thread_local std::shared_ptr<Executor> copy;
   thread_local std::uint64_t copied_version = 0;
   const std::uint64_t version = executor_version.load(std::memory_order_acquire);
@@ -122,6 +123,7 @@ std::shared_ptr<Executor> device_executor() {
 }
 
 std::shared_ptr<Executor> current_executor() {
+  if (const std::shared_ptr<Executor>& guarded = detail::guarded_executor()) return guarded;
   std::lock_guard lock(executor_mutex());
   return executor_slot();
 }
@@ -178,8 +180,9 @@ Deferred& deferred() {
 }
 
 // The targets with the deferred nodes that still need computing added; `keep` holds those.
-std::span<Node* const> with_deferred(std::span<Node* const> nodes, std::vector<NodePtr>& keep,
-                                     std::vector<Node*>& all) {
+// Deferred nodes placed on another executor than `executor` wait for an evaluation there.
+std::span<Node* const> with_deferred(std::span<Node* const> nodes, Executor& executor,
+                                     std::vector<NodePtr>& keep, std::vector<Node*>& all) {
   Deferred& d = deferred();
   {
     std::lock_guard lock(d.mutex);
@@ -187,8 +190,17 @@ std::span<Node* const> with_deferred(std::span<Node* const> nodes, std::vector<N
     d.any.store(false, std::memory_order_relaxed);
   }
   all.assign(nodes.begin(), nodes.end());
-  for (const NodePtr& n : keep)
-    if (!n->result) all.push_back(n.get());
+  std::vector<NodePtr> elsewhere;
+  for (NodePtr& n : keep) {
+    if (n->result) continue;
+    if (n->home != nullptr && n->home.get() != &executor) elsewhere.push_back(std::move(n));
+    else all.push_back(n.get());
+  }
+  if (!elsewhere.empty()) {
+    std::lock_guard lock(d.mutex);
+    for (NodePtr& n : elsewhere) d.nodes.push_back(std::move(n));
+    d.any.store(true, std::memory_order_relaxed);
+  }
   return all;
 }
 
@@ -204,7 +216,7 @@ inline void evaluate_with(std::span<Node* const> targets, Executor& executor) {
   std::vector<Node*> all;
   // A deferred node that fails with this evaluation is dropped: it is still computed when read.
   const std::span<Node* const> nodes =
-      deferred().any.load(std::memory_order_relaxed) ? with_deferred(targets, keep, all)
+      deferred().any.load(std::memory_order_relaxed) ? with_deferred(targets, executor, keep, all)
                                                      : targets;
   executor.execute(nodes);
   for (Node* n : nodes) {
@@ -226,7 +238,43 @@ void evaluate_later(std::shared_ptr<Node> node) {
   d.any.store(true, std::memory_order_relaxed);
 }
 
-void evaluate(std::span<Node* const> nodes) { evaluate_with(nodes, executor_for_evaluation()); }
+namespace {
+// Runs `run(targets, executor)` once per executor the targets live on (Tensor::to): unplaced
+// targets on this thread's current executor. Nearly always one call with every target.
+template <class Run> void on_their_executors(std::span<Node* const> targets, Run&& run) {
+  Executor* home = nullptr;
+  bool mixed = false;
+  for (Node* n : targets) {
+    if (n->home == nullptr) continue;
+    if (home == nullptr) home = n->home.get();
+    else mixed = mixed || n->home.get() != home;
+  }
+  if (!mixed) {
+    // Unplaced targets evaluated with placed ones follow them, as their operands would.
+    run(targets, home != nullptr ? *home : executor_for_evaluation());
+    return;
+  }
+  std::vector<Node*> rest(targets.begin(), targets.end());
+  while (!rest.empty()) {
+    Executor* where = nullptr;
+    for (Node* n : rest)
+      if (n->home != nullptr) where = n->home.get();
+    if (where == nullptr) where = &executor_for_evaluation();
+    std::vector<Node*> here;
+    std::vector<Node*> later;
+    for (Node* n : rest)
+      (n->home == nullptr || n->home.get() == where ? here : later).push_back(n);
+    run(std::span<Node* const>(here), *where);
+    rest.swap(later);
+  }
+}
+}  // namespace
+
+void evaluate(std::span<Node* const> nodes) {
+  on_their_executors(nodes, [](std::span<Node* const> targets, Executor& executor) {
+    evaluate_with(targets, executor);
+  });
+}
 
 void evaluate(std::span<Node* const> nodes, Executor& executor) { evaluate_with(nodes, executor); }
 
@@ -260,7 +308,9 @@ void evaluate(std::span<Node* const> nodes, ResultListener& listener) {
   ResultWatch watch(nodes, listener);
   {
     const ResultWatchScope scope(watch);
-    evaluate_with(nodes, executor_for_evaluation());
+    on_their_executors(nodes, [](std::span<Node* const> targets, Executor& executor) {
+      evaluate_with(targets, executor);
+    });
   }
   watch.finish();
 }

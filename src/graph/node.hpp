@@ -17,6 +17,10 @@
 #include "graph/view.hpp"
 #include "kiln/types.hpp"
 
+namespace kiln {
+class Executor;
+}
+
 namespace kiln::detail {
 
 struct CustomKernel;
@@ -68,6 +72,9 @@ struct Node {
 
   // The computed values (row-major, of `shape`), when present.
   std::shared_ptr<Buffer> result;
+  // The executor this node lives on (Tensor::to placed it or an operand there), which computes it
+  // when no executor is named; null: unplaced, computed by the thread's current executor.
+  std::shared_ptr<Executor> home;
   // Autodiff: whether the node was built inside a gradient context, whether it is a marked
   // variable, and the gradient backward() accumulated for it (a leaf, or null).
   bool in_gradient_context = false;

@@ -139,6 +139,12 @@ void Parameter::check_shape(const Tensor& value, const char* op) const {
                     (value.defined() ? shape_to_string(value.shape()) : std::string("is empty")));
 }
 
+Tensor Parameter::on_own_device(const Tensor& value) const {
+  const Tensor& now = slot_->current();
+  if (!now.is_placed() || (value.is_placed() && value.device() == now.device())) return value;
+  return value.detach().to(now.device());
+}
+
 void Parameter::set(const Tensor& value) const {
   check_shape(value, "set");
   const DType own = slot_->current().dtype();
@@ -147,13 +153,20 @@ void Parameter::set(const Tensor& value) const {
                 "nn::Parameter::set: parameter '" + slot_->name + "' is " + type_name(own) +
                     ", the new value " + type_name(value.dtype()) +
                     " (convert the value, copy_ it, or change the module's type with to(dtype))");
-  store(value);
+  store(on_own_device(value));
 }
 
 void Parameter::copy_(const Tensor& value) const {
   check_shape(value, "copy_");
   const DType own = slot_->current().dtype();
-  store(value.dtype() == own ? value : convert(value, own));
+  store(on_own_device(value.dtype() == own ? value : convert(value, own)));
+}
+
+void Parameter::to(const Device& device) const {
+  if (!slot_) throw Error(ErrorCode::illegal_dimension, "nn::Parameter: empty handle");
+  const Tensor& now = slot_->current();
+  if (now.is_placed() && now.device() == device) return;
+  store(now.detach().to(device));
 }
 
 void Parameter::to(DType dtype) const {

@@ -113,6 +113,11 @@ void Module::place_on(Executor& executor) const {
   for (const auto& [name, b] : named_buffers()) b.value().place_on(executor);
 }
 
+void Module::to(const Device& device) const {
+  for (const auto& [name, p] : named_parameters()) p.to(device);
+  for (const auto& [name, b] : named_buffers()) b.to(device);
+}
+
 void Module::to(DType dtype) const {
   for (const auto& [name, p] : named_parameters()) p.to(dtype);
   for (const auto& [name, b] : named_buffers()) b.to(dtype);
