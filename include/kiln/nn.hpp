@@ -681,18 +681,68 @@ class TransformerEncoderLayer : public Module {
   std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_;
 };
 
+/// A stack of num_layers encoder layers, as PyTorch's TransformerEncoder (names layers.{i}.*, and
+/// norm.* for the LayerNorm after the last layer when `final_norm`): every layer starts with the
+/// first one's weights, as PyTorch's copies of one layer do. Masks apply to every layer.
+class TransformerEncoder : public Module {
+ public:
+  TransformerEncoder(std::int64_t d_model, std::int64_t nhead, std::int64_t num_layers,
+                     TransformerEncoderLayerOptions options = {}, bool final_norm = false);
+  Tensor forward(const Tensor& src) override;
+  Tensor forward(const Tensor& src, const AttentionMasks& masks);
+  std::string describe() const override;
+  std::int64_t num_layers() const { return static_cast<std::int64_t>(layers_.size()); }
+
+ private:
+  std::vector<std::shared_ptr<TransformerEncoderLayer>> layers_;
+  std::shared_ptr<LayerNorm> norm_;
+};
+
+/// One decoder layer of a Transformer, as PyTorch's TransformerDecoderLayer (names self_attn.*,
+/// multihead_attn.*, linear1, linear2, norm1, norm2, norm3): self-attention over the target,
+/// attention from the target to the encoder's output (`memory`), and the feed-forward block, each
+/// with dropout, a residual connection and LayerNorm, after (norm_first false) or before each
+/// block. Options as the encoder layer's.
+using TransformerDecoderLayerOptions = TransformerEncoderLayerOptions;
+class TransformerDecoderLayer : public Module {
+ public:
+  TransformerDecoderLayer(std::int64_t d_model, std::int64_t nhead,
+                          TransformerDecoderLayerOptions options = {});
+  /// A decoder layer needs the memory: this form is an invalid_select error saying so.
+  Tensor forward(const Tensor& tgt) override;
+  /// `tgt_masks` for the self-attention (attn_mask [T, T], key_padding_mask [N, T], is_causal),
+  /// `memory_masks` for the attention to the memory ([T, S], [N, S]).
+  Tensor forward(const Tensor& tgt, const Tensor& memory, const AttentionMasks& tgt_masks = {},
+                 const AttentionMasks& memory_masks = {});
+  std::string describe() const override;
+
+ private:
+  Tensor feed_forward_block(const Tensor& x);
+
+  std::int64_t d_model_, nhead_;
+  TransformerDecoderLayerOptions options_;
+  std::shared_ptr<MultiheadAttention> self_attn_, multihead_attn_;
+  std::shared_ptr<Linear> linear1_, linear2_;
+  std::shared_ptr<LayerNorm> norm1_, norm2_, norm3_;
+  std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_, dropout3_;
+};
+
 /// LSTM and GRU as PyTorch's, with its parameter names per layer k (weight_ih_l{k} [G * H, in],
 /// weight_hh_l{k} [G * H, H], bias_ih_l{k}, bias_hh_l{k}; G = 4 gates i, f, g, o for the LSTM, 3
 /// gates r, z, n for the GRU) and its initialisation U(-1/sqrt(H), 1/sqrt(H)). Inputs [L, N, in]
 /// (sequence first), [N, L, in] with batch_first, or [L, in] unbatched; outputs the last layer's
 /// hidden state at every step, and the final states [num_layers, N, H] ([num_layers, H]
 /// unbatched). Missing initial states are zeros. Dropout, in training mode, acts on the outputs of
-/// every layer but the last.
+/// every layer but the last. Bidirectional: each layer also runs over the reversed sequence
+/// (parameters *_l{k}_reverse), its output is both directions' hidden states concatenated
+/// ([.., 2 * H], the next layer's input), and the states are [2 * num_layers, N, H], layer by
+/// layer, the forward direction first.
 struct RecurrentOptions {
   std::int64_t num_layers = 1;
   bool bias = true;
   bool batch_first = false;
   double dropout = 0.0;
+  bool bidirectional = false;
 };
 struct LSTMState {
   Tensor h;
@@ -723,6 +773,12 @@ class RecurrentBase : public Module {
                        bool unbatched, DType dtype) const;
   Tensor restore_layout(const Tensor& output, bool unbatched) const;
   Tensor dropped_between_layers(const Tensor& y, std::int64_t layer);
+  /// 2 when bidirectional, else 1; layers_[k * directions() + d] is layer k's direction d.
+  std::int64_t directions() const { return options_.bidirectional ? 2 : 1; }
+  /// The steps of `projected` ([L, ...]) in the order direction d visits them, and that
+  /// direction's outputs (one per step, in that order) as [L, ...] in time order.
+  static std::vector<Tensor> steps_of(const Tensor& projected, std::int64_t d);
+  static Tensor in_time_order(std::vector<Tensor> outputs, std::int64_t d);
   std::string describe_as(const char* kind) const;
 
   const char* kind_;

@@ -123,6 +123,14 @@ class Module:
         for p in self.parameters():
             p.zero_grad()
 
+    def to(self, where) -> "Module":
+        """Moves every parameter and buffer to a device (``"opencl"``: the forward pass, its
+        gradients and the optimiser's steps then run there) or converts them to a floating
+        dtype, as torch's ``module.to``."""
+        for _, p in self.named_parameters() + self.named_buffers():
+            p.to(where)
+        return self
+
     def state_dict(self) -> Dict[str, Tensor]:
         """Parameters then buffers, by name (PyTorch's state_dict names)."""
         return {name: p.value for name, p in self.named_parameters() + self.named_buffers()}

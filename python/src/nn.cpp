@@ -93,6 +93,15 @@ void bind_nn(nb::module_& m) {
              nb::gil_scoped_release unlocked;
              p.copy_(t);
            }, nb::arg("value"), "set, converting the value to the parameter's dtype first.")
+      .def("to", [](const nn::Parameter& p, DType dtype) { p.to(dtype); }, nb::arg("dtype"),
+           "Converts the value to a floating dtype.")
+      .def("to", [](const nn::Parameter& p, const std::string& device) {
+             const Device d(device);
+             nb::gil_scoped_release unlocked;
+             p.to(d);
+           }, nb::arg("device"),
+           "Moves the value to the named executor (cpu, opencl, cuda, reference); computations "
+           "with it run there.")
       .def_prop_rw("requires_grad", &nn::Parameter::requires_grad,
                    [](const nn::Parameter& p, bool on) { p.set_requires_grad(on); })
       .def("same_slot", &nn::Parameter::same_slot)
@@ -107,6 +116,18 @@ void bind_nn(nb::module_& m) {
       .def("named_parameters", &nn::Module::named_parameters)
       .def("parameters", &nn::Module::parameters)
       .def("named_buffers", &nn::Module::named_buffers)
+      .def("to", [](nb::handle self, DType dtype) {
+             nb::cast<nn::Module&>(self).to(dtype);
+             return nb::borrow(self);
+           }, nb::arg("dtype"))
+      .def("to", [](nb::handle self, const std::string& device) {
+             const Device d(device);
+             {
+               nb::gil_scoped_release unlocked;
+               nb::cast<nn::Module&>(self).to(d);
+             }
+             return nb::borrow(self);
+           }, nb::arg("device"), "Moves every parameter and buffer to the named executor.")
       .def("num_parameters", &nn::Module::num_parameters)
       .def("train", [](nn::Module& mod, bool on) { mod.train(on); }, nb::arg("mode") = true)
       .def("eval", [](nn::Module& mod) { mod.eval(); })

@@ -590,6 +590,17 @@ void bind_tensor(nb::module_& m) {
       .def("clone", &Tensor::clone)
       .def("detach", &Tensor::detach)
       .def("to", [](const Tensor& t, DType d) { return t.convert(d); })
+      .def("to", [](const Tensor& t, const std::string& device) {
+             const Device d(device);
+             nb::gil_scoped_release unlocked;
+             return t.to(d);
+           }, nb::arg("device"),
+           "This tensor on the named executor (cpu, opencl, cuda, reference), as torch's "
+           "to(device): every op of it runs there, and operands on two devices raise kiln.Error.")
+      .def_prop_ro("device", [](const Tensor& t) { return t.device().name(); },
+                   "Where the tensor lives: the executor to() placed it on, else the one that "
+                   "computes it now.")
+      .def_prop_ro("is_placed", &Tensor::is_placed)
       .def("float", [](const Tensor& t) { return t.convert(DType::f32); })
       .def("double", [](const Tensor& t) { return t.convert(DType::f64); })
       .def("long", [](const Tensor& t) { return t.convert(DType::i64); })

@@ -190,3 +190,20 @@ def test_state_dict_holds_buffers():
     names = list(model.state_dict())
     assert names[:4] == ["0.weight", "0.bias", "1.weight", "1.bias"]
     assert "1.running_mean" in names and "1.running_var" in names
+
+
+def test_a_model_moved_to_a_device_trains_there():
+    kiln.manual_seed(3)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)).to("reference")
+    x = kiln.rand(8, 3).to("reference")
+    y = kiln.rand(8, 1).to("reference")
+    assert x.device == "reference" and x.is_placed
+    opt = nn.SGD(model.parameters(), lr=0.1)
+    with kiln.gradient_context():
+        loss = nn.mse_loss(model(x), y)
+    assert loss.device == "reference"
+    opt.step(loss)
+    assert all(p.value.device == "reference" for p in model.parameters())
+    with pytest.raises(kiln.Error, match="on cpu"):
+        model(kiln.rand(8, 3).to("cpu"))
+    assert not kiln.rand(2).is_placed

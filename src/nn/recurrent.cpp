@@ -1,6 +1,7 @@
 // LSTM and GRU with PyTorch's parameter names, gate order and initialisation. The input
 // projections of every step are one matmul per layer; each step adds the recurrent product and
 // its gates, which fuse into a few elementwise kernels.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -23,9 +24,10 @@ RecurrentBase::RecurrentBase(const char* kind, std::int64_t gates, std::int64_t 
   require_positive(kind, "num_layers", options.num_layers);
   require(options.dropout >= 0.0 && options.dropout < 1.0, ErrorCode::invalid_select,
           std::string("nn::") + kind + ": dropout must be in [0, 1)");
-  for (std::int64_t k = 0; k < options.num_layers; ++k) {
-    const std::string l = "_l" + std::to_string(k);
-    const std::int64_t in = k == 0 ? input_size : hidden_size;
+  for (std::int64_t i = 0; i < options.num_layers * directions(); ++i) {
+    const std::int64_t k = i / directions();
+    const std::string l = "_l" + std::to_string(k) + (i % directions() == 1 ? "_reverse" : "");
+    const std::int64_t in = k == 0 ? input_size : directions() * hidden_size;
     Layer layer;
     layer.w_ih = register_parameter("weight_ih" + l, zeros({gates * hidden_size, in}));
     layer.w_hh = register_parameter("weight_hh" + l, zeros({gates * hidden_size, hidden_size}));
@@ -62,9 +64,9 @@ Tensor RecurrentBase::sequence_first(const Tensor& x, bool& unbatched) const {
 
 Tensor RecurrentBase::initial_state(const Tensor& given, const char* what, std::int64_t batch,
                                     bool unbatched, DType dtype) const {
-  const Shape want =
-      unbatched ? Shape{options_.num_layers, hidden_} : Shape{options_.num_layers, batch, hidden_};
-  if (!given.defined()) return zeros({options_.num_layers, batch, hidden_}, dtype);
+  const std::int64_t states = options_.num_layers * directions();
+  const Shape want = unbatched ? Shape{states, hidden_} : Shape{states, batch, hidden_};
+  if (!given.defined()) return zeros({states, batch, hidden_}, dtype);
   require(given.shape() == want, ErrorCode::incompatible_shapes,
           std::string("nn::") + kind_ + ": the initial " + what + " must be " +
               shape_to_string(want) + ", got " + shape_to_string(given.shape()));
@@ -81,11 +83,23 @@ Tensor RecurrentBase::dropped_between_layers(const Tensor& y, std::int64_t layer
   return dropout(y, options_.dropout, next_seed());  // scaled by 1 / (1 - p)
 }
 
+std::vector<Tensor> RecurrentBase::steps_of(const Tensor& projected, std::int64_t d) {
+  std::vector<Tensor> steps = unbind(projected, 0);
+  if (d == 1) std::reverse(steps.begin(), steps.end());
+  return steps;
+}
+
+Tensor RecurrentBase::in_time_order(std::vector<Tensor> outputs, std::int64_t d) {
+  if (d == 1) std::reverse(outputs.begin(), outputs.end());
+  return stack(outputs, 0);
+}
+
 std::string RecurrentBase::describe_as(const char* kind) const {
   std::ostringstream s;
   s << kind << "(" << input_ << " -> " << hidden_ << ", " << options_.num_layers
     << (options_.num_layers == 1 ? " layer" : " layers") << (options_.bias ? "" : ", no bias")
-    << (options_.batch_first ? ", batch_first" : "");
+    << (options_.batch_first ? ", batch_first" : "")
+    << (options_.bidirectional ? ", bidirectional" : "");
   if (options_.dropout > 0) s << ", dropout " << options_.dropout;
   s << ")";
   return s.str();
@@ -124,22 +138,30 @@ LSTMOutput LSTM::forward(const Tensor& x, const LSTMState& state) {
   const DType dtype = is_float(x.dtype()) ? x.dtype() : DType::f32;
   const Tensor h0 = initial_state(state.h, "h", batch, unbatched, dtype);
   const Tensor c0 = initial_state(state.c, "c", batch, unbatched, dtype);
+  const std::vector<Tensor> h_init = unbind(h0, 0);
+  const std::vector<Tensor> c_init = unbind(c0, 0);
   std::vector<Tensor> hn, cn;
-  for (std::size_t k = 0; k < layers_.size(); ++k) {
-    const Layer& layer = layers_[k];
-    const Tensor projected = input_projection(input, layer.w_ih, layer.b_ih);
-    Tensor h = unbind(h0, 0)[k];
-    Tensor c = unbind(c0, 0)[k];
-    std::vector<Tensor> outputs;
-    for (const Tensor& xt : unbind(projected, 0)) {
-      const std::vector<Tensor> g = chunk(xt + recurrent_product(h, layer.w_hh, layer.b_hh), 4, 1);
-      c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
-      h = sigmoid(g[3]) * tanh(c);
-      outputs.push_back(h);
+  for (std::int64_t k = 0; k < options_.num_layers; ++k) {
+    std::vector<Tensor> directions_out;
+    for (std::int64_t d = 0; d < directions(); ++d) {
+      const std::size_t i = static_cast<std::size_t>(k * directions() + d);
+      const Layer& layer = layers_[i];
+      Tensor h = h_init[i];
+      Tensor c = c_init[i];
+      std::vector<Tensor> outputs;
+      for (const Tensor& xt : steps_of(input_projection(input, layer.w_ih, layer.b_ih), d)) {
+        const std::vector<Tensor> g =
+            chunk(xt + recurrent_product(h, layer.w_hh, layer.b_hh), 4, 1);
+        c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
+        h = sigmoid(g[3]) * tanh(c);
+        outputs.push_back(h);
+      }
+      directions_out.push_back(in_time_order(std::move(outputs), d));
+      hn.push_back(h);
+      cn.push_back(c);
     }
-    input = dropped_between_layers(stack(outputs, 0), static_cast<std::int64_t>(k));
-    hn.push_back(h);
-    cn.push_back(c);
+    const Tensor y = directions_out.size() == 1 ? directions_out[0] : concat(directions_out, 2);
+    input = dropped_between_layers(y, k);
   }
   return {restore_layout(input, unbatched),
           {unbatched_state(stack(hn, 0), unbatched), unbatched_state(stack(cn, 0), unbatched)}};
@@ -160,23 +182,29 @@ GRUOutput GRU::forward(const Tensor& x, const Tensor& h0_given) {
   Tensor input = sequence_first(x, unbatched);
   const DType dtype = is_float(x.dtype()) ? x.dtype() : DType::f32;
   const Tensor h0 = initial_state(h0_given, "h", input.size(1), unbatched, dtype);
+  const std::vector<Tensor> h_init = unbind(h0, 0);
   std::vector<Tensor> hn;
-  for (std::size_t k = 0; k < layers_.size(); ++k) {
-    const Layer& layer = layers_[k];
-    const Tensor projected = input_projection(input, layer.w_ih, layer.b_ih);
-    Tensor h = unbind(h0, 0)[k];
-    std::vector<Tensor> outputs;
-    for (const Tensor& xt : unbind(projected, 0)) {
-      const std::vector<Tensor> gx = chunk(xt, 3, 1);
-      const std::vector<Tensor> gh = chunk(recurrent_product(h, layer.w_hh, layer.b_hh), 3, 1);
-      const Tensor r = sigmoid(gx[0] + gh[0]);
-      const Tensor z = sigmoid(gx[1] + gh[1]);
-      const Tensor n = tanh(gx[2] + r * gh[2]);
-      h = (1.0f - z) * n + z * h;
-      outputs.push_back(h);
+  for (std::int64_t k = 0; k < options_.num_layers; ++k) {
+    std::vector<Tensor> directions_out;
+    for (std::int64_t d = 0; d < directions(); ++d) {
+      const std::size_t i = static_cast<std::size_t>(k * directions() + d);
+      const Layer& layer = layers_[i];
+      Tensor h = h_init[i];
+      std::vector<Tensor> outputs;
+      for (const Tensor& xt : steps_of(input_projection(input, layer.w_ih, layer.b_ih), d)) {
+        const std::vector<Tensor> gx = chunk(xt, 3, 1);
+        const std::vector<Tensor> gh = chunk(recurrent_product(h, layer.w_hh, layer.b_hh), 3, 1);
+        const Tensor r = sigmoid(gx[0] + gh[0]);
+        const Tensor z = sigmoid(gx[1] + gh[1]);
+        const Tensor n = tanh(gx[2] + r * gh[2]);
+        h = (1.0f - z) * n + z * h;
+        outputs.push_back(h);
+      }
+      directions_out.push_back(in_time_order(std::move(outputs), d));
+      hn.push_back(h);
     }
-    input = dropped_between_layers(stack(outputs, 0), static_cast<std::int64_t>(k));
-    hn.push_back(h);
+    const Tensor y = directions_out.size() == 1 ? directions_out[0] : concat(directions_out, 2);
+    input = dropped_between_layers(y, k);
   }
   return {restore_layout(input, unbatched), unbatched_state(stack(hn, 0), unbatched)};
 }
