@@ -32,9 +32,10 @@ BELOW = {
 }
 # Public headers that declare vocabulary only (no Tensor): what graph/ may include.
 VOCABULARY = {"kiln/types.hpp", "kiln/error.hpp", "kiln/gradient_mode.hpp"}
-# The backend interface, devices (executors as places) and the runtime's profiles: what exec/ may
-# include besides the vocabulary.
-BACKEND_INTERFACE = {"kiln/executor.hpp", "kiln/profile.hpp", "kiln/device.hpp"}
+# The backend interface, devices (executors as places), anomaly mode and the runtime's profiles:
+# what exec/ may include besides the vocabulary.
+BACKEND_INTERFACE = {"kiln/executor.hpp", "kiln/profile.hpp", "kiln/device.hpp",
+                     "kiln/anomaly.hpp"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Device backends' directories under exec/ (the CPU backend shares host buffers with everyone).

@@ -201,6 +201,25 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
   ROW(kiln::topk(x, 2).indices,
       expect_tensor(kiln::topk(x, 2).indices, DType::i64, {2, 3, 2},
                     {3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2}););
+  ROW(kiln::max(m, 1).indices, {
+    auto [values, indices] = kiln::max(m, 1);
+    expect_tensor(values, DType::f64, {2}, {2, 5});
+    expect_tensor(kiln::max(m, 1).indices, DType::i64, {2}, {2, 2});
+  });
+  ROW(kiln::scatter(m, 1, i, 9.0), {
+    const Tensor i = kiln::Tensor::from<std::int64_t>({0, 2}, {2, 1});
+    expect_tensor(kiln::scatter(m, 1, i, 9.0), DType::f64, {2, 3}, {9, 1, 2, 3, 4, 9});
+  });
+  ROW(kiln::multinomial(p, 2), {
+    const Tensor p = kiln::Tensor::from<double>({0, 1, 0, 1});
+    const std::vector<std::int64_t> drawn = kiln::multinomial(p, 2).to_vector<std::int64_t>();
+    EXPECT_TRUE((drawn == std::vector<std::int64_t>{1, 3} ||
+                 drawn == std::vector<std::int64_t>{3, 1}));
+  });
+  ROW(kiln::unique(m).counts, {
+    expect_tensor(kiln::unique(m * 0.0).counts, DType::i64, {1}, {6});
+    expect_tensor(kiln::unique(m).counts, DType::i64, {6}, {1, 1, 1, 1, 1, 1});
+  });
   ROW(kiln::solve(m2, m), {
     // m2 = [[2, 1], [1, 3]]: m2 * solve(m2, m) == m.
     expect_tensor(kiln::matmul(m2, kiln::solve(m2, m)), DType::f64, {2, 3}, {0, 1, 2, 3, 4, 5});

@@ -189,5 +189,15 @@ Tensor nonzero(const Tensor& x);
 /// 1-D: the elements of x where mask (broadcast with x) is non-zero, in row-major order. Only the
 /// mask is evaluated; the result gathers from x, so a gradient reaches x.
 Tensor masked_select(const Tensor& x, const Tensor& mask);
+/// torch.unique(x, sorted=true, return_inverse=true, return_counts=true): the distinct values
+/// of x in ascending order (1-D, x's dtype; each NaN is a value of its own, sorted last), the
+/// index of each element's value among them (i64, x's shape: values.index({inverse}) gives x
+/// back), and how often each value occurs (i64). Not differentiable; complex is wrong_type.
+struct UniqueResult {
+  Tensor values;
+  Tensor inverse;
+  Tensor counts;
+};
+UniqueResult unique(const Tensor& x);
 
 }  // namespace kiln

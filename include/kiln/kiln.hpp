@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kiln/activations.hpp"
+#include "kiln/anomaly.hpp"
 #include "kiln/attention.hpp"
 #include "kiln/autodiff.hpp"
 #include "kiln/composite_ops.hpp"

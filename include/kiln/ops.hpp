@@ -300,6 +300,14 @@ Tensor sum(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 Tensor prod(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 Tensor min(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 Tensor max(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
+/// Braced axes (`max(x, {1})`, `max(x, {})`) reduce as the vector forms do.
+Tensor min(const Tensor& a, std::initializer_list<int> axes, bool keepdims = false);
+Tensor max(const Tensor& a, std::initializer_list<int> axes, bool keepdims = false);
+/// One dimension given as an integer: the extreme values with the i64 index of the first of each
+/// (NaN counts as the maximum and minimum), as libtorch's tuple:
+/// `auto [values, indices] = kiln::max(x, 1);`. Only the values are differentiable.
+ValuesIndices min(const Tensor& a, int dim, bool keepdim = false);
+ValuesIndices max(const Tensor& a, int dim, bool keepdim = false);
 Tensor mean(const Tensor& a, std::vector<int> axes = {}, bool keepdims = false);
 /// i64 index of the first maximum/minimum along `axis` (NaN counts as the maximum and minimum).
 Tensor argmax(const Tensor& a, int axis, bool keepdims = false);
@@ -316,12 +324,6 @@ Tensor argmin(const Tensor& a);
 Tensor cumsum(const Tensor& x, int dim);
 Tensor cumprod(const Tensor& x, int dim);
 
-/// The sorted values and the i64 positions they came from along the sorted dimension
-/// (libtorch's (values, indices) tuple; `auto [v, i] = kiln::sort(x);` works as with libtorch).
-struct ValuesIndices {
-  Tensor values;
-  Tensor indices;
-};
 /// Stable sorts along `dim`: equal values keep their order; NaN sorts as the largest value (last
 /// ascending, first descending), as in libtorch and NumPy. The values are differentiable (the
 /// gradient goes back to the indices they came from); the indices are not.

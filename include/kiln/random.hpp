@@ -23,5 +23,14 @@ Tensor permutate(const Tensor& a, int axis);
 /// Flint's, which does not rescale.
 Tensor dropout(const Tensor& a, double p, std::uint64_t seed);
 Tensor dropout(const Tensor& a, double p);
+/// torch.multinomial: `num_samples` i64 category indices drawn from each row of the weights
+/// `probs` ([K] -> [num_samples], [N, K] -> [N, num_samples]; weights need not sum to 1).
+/// Without replacement each row's samples are distinct (num_samples <= K), and categories of
+/// weight 0 come only after every other. The weights must be finite and >= 0 with a positive sum
+/// per row (invalid_select otherwise): they are evaluated when the sampler is built to check
+/// that, as PyTorch checks them then.
+Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement,
+                   std::uint64_t seed);
+Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement = false);
 
 }  // namespace kiln

@@ -48,6 +48,7 @@ class Variable;
 }
 class TensorIndex;
 class Executor;
+struct ValuesIndices;
 
 /// An evaluated tensor that no gradient can pass through (built outside a gradient context, not
 /// watched) becomes a leaf holding its values: the graph below it is let go, as Flint's C++ API
@@ -248,8 +249,13 @@ class Tensor {
   Tensor mean(std::vector<int> axes, bool keepdims = false) const;
   Tensor max() const;
   Tensor max(std::vector<int> axes, bool keepdims = false) const;
+  Tensor max(std::initializer_list<int> axes, bool keepdims = false) const;
   Tensor min() const;
   Tensor min(std::vector<int> axes, bool keepdims = false) const;
+  Tensor min(std::initializer_list<int> axes, bool keepdims = false) const;
+  /// libtorch's x.max(1): the values and the indices of the first maxima along one dimension.
+  ValuesIndices max(int dim, bool keepdim = false) const;
+  ValuesIndices min(int dim, bool keepdim = false) const;
   /// One dimension, as libtorch's x.sum(1) and x.mean(-1, /*keepdim=*/true).
   Tensor sum(int axis, bool keepdims = false) const;
   Tensor mean(int axis, bool keepdims = false) const;
@@ -314,6 +320,13 @@ class Tensor {
   std::shared_ptr<detail::Node> node_;          // null in a variable's handle
   std::shared_ptr<detail::Variable> variable_;  // set in a variable's handle
   bool inverse_broadcast_ = false;
+};
+
+/// Values and the i64 positions they came from (libtorch's (values, indices) tuple:
+/// `auto [v, i] = kiln::sort(x);` works as with libtorch).
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;
 };
 
 namespace detail {

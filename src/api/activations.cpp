@@ -52,14 +52,16 @@ Tensor logsumexp(const Tensor& a, int axis, bool keepdims) {
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
-  detail::node_of(logits, "cross_entropy");
-  detail::node_of(labels, "cross_entropy");
-  if (logits.rank() != 2 || labels.rank() != 1 || labels.shape()[0] != logits.shape()[0])
-    detail::fail(ErrorCode::incompatible_shapes, "cross_entropy",
-                 "needs logits [N, C] and labels [N], got " + shape_to_string(logits.shape()) +
-                     " and " + shape_to_string(labels.shape()));
-  const Tensor picked = index(log_softmax(logits, 1), unsqueeze(labels, 1));
-  return -mean(picked);
+  return detail::as_called("cross_entropy", {&logits, &labels}, [&] {
+    detail::node_of(logits, "cross_entropy");
+    detail::node_of(labels, "cross_entropy");
+    if (logits.rank() != 2 || labels.rank() != 1 || labels.shape()[0] != logits.shape()[0])
+      detail::fail(ErrorCode::incompatible_shapes, "cross_entropy",
+                   "needs logits [N, C] and labels [N], got " + shape_to_string(logits.shape()) +
+                       " and " + shape_to_string(labels.shape()));
+    const Tensor picked = index(log_softmax(logits, 1), unsqueeze(labels, 1));
+    return -mean(picked);
+  });
 }
 
 Tensor gelu(const Tensor& a) {

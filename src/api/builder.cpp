@@ -75,6 +75,7 @@ constexpr std::uint32_t kAutoEvaluateDepth = 4096;
 
 // initial-exec: read for every node built (see graph_lock.cpp).
 thread_local int auto_evaluation_pauses __attribute__((tls_model("initial-exec"))) = 0;
+thread_local const char* called_op __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // An op of operands placed on two different executors: computation follows its inputs, so it
 // has nowhere to run.
@@ -102,6 +103,7 @@ Tensor finish(NodePtr node) {
     else if (in->home != placed->home) fail_mixed_devices(*node, *placed, *in);
   }
   if (placed != nullptr) node->home = placed->home;
+  node->called_as = called_op;
   node->depth = depth + 1;
   node->symbolic = symbolic;
   node->in_gradient_context = gradient_context_active();
@@ -178,6 +180,32 @@ Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,
     t = finish(std::move(node));
   }
   return auto_evaluated(std::move(t));
+}
+
+CalledOp::CalledOp(const char* name) : outermost_(called_op == nullptr) {
+  if (outermost_) called_op = name;
+}
+CalledOp::~CalledOp() {
+  if (outermost_) called_op = nullptr;
+}
+
+void rethrow_as_called(const char* name, std::initializer_list<const Tensor*> operands) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.rfind(std::string(name) + ":", 0) == 0) throw;
+    std::string called = name;
+    const char* separator = " of ";
+    for (const Tensor* t : operands) {
+      called += separator;
+      called += t != nullptr && t->defined()
+                    ? std::string(dtype_name(t->dtype())) + " " + shape_str(t->shape())
+                    : std::string("<empty>");
+      separator = " and ";
+    }
+    throw Error(e.code(), called + ": " + what);
+  }
 }
 
 PauseAutoEvaluation::PauseAutoEvaluation() { ++auto_evaluation_pauses; }

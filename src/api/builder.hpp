@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,38 @@ class PauseAutoEvaluation {
   PauseAutoEvaluation& operator=(const PauseAutoEvaluation&) = delete;
 };
 bool auto_evaluation_paused();
+
+// The op the user called, while a composite builds it from other ops: errors raised inside name
+// it and its operands' shapes, and the nodes built meanwhile remember it (Node::called_as), so
+// that an error their evaluation raises later (an index out of range) names it too. The
+// outermost on a thread counts: a composite built from composites is named as the user called
+// it. `name` must be a string literal (nodes keep the pointer).
+class CalledOp {
+ public:
+  explicit CalledOp(const char* name);
+  ~CalledOp();
+  CalledOp(const CalledOp&) = delete;
+  CalledOp& operator=(const CalledOp&) = delete;
+  bool outermost() const { return outermost_; }
+
+ private:
+  bool outermost_;
+};
+// Rethrows the kiln::Error being handled as raised by `name` called with `operands`, unless it
+// names `name` already.
+[[noreturn]] void rethrow_as_called(const char* name, std::initializer_list<const Tensor*> operands);
+// Runs `build` (which builds the op `name`) as described for CalledOp.
+template <class Build>
+auto as_called(const char* name, std::initializer_list<const Tensor*> operands, Build&& build)
+    -> decltype(build()) {
+  const CalledOp scope(name);
+  if (!scope.outermost()) return build();
+  try {
+    return build();
+  } catch (const Error&) {
+    rethrow_as_called(name, operands);
+  }
+}
 
 // A seed drawn from the global generator (reset by manual_seed).
 std::uint64_t next_global_seed();

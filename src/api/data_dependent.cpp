@@ -1,6 +1,10 @@
-// nonzero and masked_select: ops whose result size depends on values, which a lazy graph cannot
-// know when the node is built. Both evaluate what decides the size when called (nonzero its input,
-// masked_select only the mask) and build the rest from the positions found.
+// nonzero, masked_select and unique: ops whose result size depends on values, which a lazy graph
+// cannot know when the node is built. Each evaluates what decides the size when called (nonzero
+// and unique their input, masked_select only the mask) and builds the rest from what it found.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
 #include "api/builder.hpp"
 #include "api/composite_support.hpp"
 #include "kiln/composite_ops.hpp"
@@ -22,7 +26,46 @@ std::vector<std::int64_t> nonzero_positions(const Tensor& t) {
   return positions;
 }
 
+// unique over the values read as T (double holds every float type exactly, std::int64_t every
+// integer): NaN sorts last, and each NaN is a value of its own, as in PyTorch.
+template <class T> UniqueResult unique_as(const Tensor& x) {
+  const std::vector<T> v = x.to_vector<T>();
+  auto is_nan = [](T a) {
+    if constexpr (std::is_floating_point_v<T>) return std::isnan(a);
+    else return false;
+  };
+  std::vector<std::int64_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    const T va = v[static_cast<std::size_t>(a)], vb = v[static_cast<std::size_t>(b)];
+    return !is_nan(va) && (is_nan(vb) || va < vb);
+  });
+  std::vector<T> values;
+  std::vector<std::int64_t> counts;
+  std::vector<std::int64_t> inverse(v.size());
+  for (const std::int64_t i : order) {
+    const T value = v[static_cast<std::size_t>(i)];
+    if (values.empty() || is_nan(value) || !(values.back() == value)) {
+      values.push_back(value);
+      counts.push_back(0);
+    }
+    ++counts.back();
+    inverse[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(values.size()) - 1;
+  }
+  return {convert(Tensor::from(values), x.dtype()), Tensor::from(inverse, x.shape()),
+          Tensor::from(counts)};
+}
+
 }  // namespace
+
+UniqueResult unique(const Tensor& x) {
+  detail::node_of(x, "unique");
+  if (is_complex(x.dtype()))
+    detail::fail(ErrorCode::wrong_type, "unique",
+                 std::string("values must be ordered, got ") + dtype_name(x.dtype()) + " " +
+                     shape_to_string(x.shape()));
+  return is_float(x.dtype()) ? unique_as<double>(x) : unique_as<std::int64_t>(x);
+}
 
 Tensor nonzero(const Tensor& x) {
   detail::node_of(x, "nonzero");

@@ -70,8 +70,8 @@ Tensor gather(const Tensor& a, int axis, const Tensor& indices) {
 }
 
 namespace {
-Tensor scatter(std::string_view op, const Tensor& a, int axis, const Tensor& indices,
-               const Tensor& src, bool drop_negative) {
+Tensor scatter_node(std::string_view op, const Tensor& a, int axis, const Tensor& indices,
+                    const Tensor& src, bool drop_negative) {
   detail::node_of(a, op);
   detail::node_of(indices, op);
   detail::node_of(src, op);
@@ -98,7 +98,36 @@ Tensor scatter(std::string_view op, const Tensor& a, int axis, const Tensor& ind
 }  // namespace
 
 Tensor scatter_add(const Tensor& a, int axis, const Tensor& indices, const Tensor& src) {
-  return scatter("scatter_add", a, axis, indices, src, false);
+  return scatter_node("scatter_add", a, axis, indices, src, false);
+}
+
+namespace {
+// How many elements scatter sends to each element of `a` (i32, a's shape).
+Tensor scatter_hits(const Tensor& a, int axis, const Tensor& indices) {
+  return scatter_node("scatter", zeros(a.shape(), DType::i32), axis, indices,
+                      ones(indices.shape(), DType::i32), false);
+}
+}  // namespace
+
+Tensor scatter(const Tensor& a, int axis, const Tensor& indices, const Tensor& src) {
+  detail::node_of(a, "scatter");
+  detail::node_of(src, "scatter");
+  const Tensor values = src.dtype() == a.dtype() ? src : convert(src, a.dtype());
+  const Tensor sums = scatter_node("scatter", zeros(a.shape(), a.dtype()), axis, indices,
+                                   values, false);
+  const Tensor hits = scatter_hits(a, axis, indices);
+  // An element named more than once takes the mean of what it is sent (deterministic, where
+  // PyTorch leaves the choice open); named once, its value.
+  const Tensor divisor = maximum(hits, ones(a.shape(), DType::i32));
+  const Tensor merged = is_float(a.dtype()) || is_complex(a.dtype())
+                            ? sums / convert(divisor, a.dtype())
+                            : convert(div(sums, divisor, "floor"), a.dtype());
+  return where(hits > 0, merged, a);
+}
+
+Tensor scatter(const Tensor& a, int axis, const Tensor& indices, Scalar value) {
+  detail::node_of(a, "scatter");
+  return where(scatter_hits(a, axis, indices) > 0, value, a);
 }
 
 Tensor index(const Tensor& a, const Tensor& indices) {
@@ -131,24 +160,26 @@ Tensor index_set(const Tensor& a, const Tensor& b, const Tensor& indices) {
                      shape_to_string(b.shape()) + ", which must match " +
                      shape_to_string(a.shape()) + " outside dimension " + std::to_string(d));
   const Tensor where_to = spread(indices, b.shape());
-  const Tensor sums = scatter("index_set", zeros(a.shape(), promote(a.dtype(), b.dtype())), d,
-                              where_to, b, true);
+  const Tensor sums = scatter_node("index_set", zeros(a.shape(), promote(a.dtype(), b.dtype())),
+                                   d, where_to, b, true);
   const Tensor hits =
-      scatter("index_set", zeros(a.shape(), DType::i32), d, where_to, ones(b.shape(), DType::i32),
-              true);
+      scatter_node("index_set", zeros(a.shape(), DType::i32), d, where_to,
+                   ones(b.shape(), DType::i32), true);
   return where(hits, sums, a);
 }
 
 Tensor index_select(const Tensor& a, int axis, const Tensor& indices) {
-  detail::node_of(a, "index_select");
-  detail::node_of(indices, "index_select");
-  const int ax = detail::normalize_axis("index_select", axis, a.rank(), a.shape());
-  if (indices.rank() != 1)
-    detail::fail(ErrorCode::illegal_dimensionality, "index_select",
-                 "indices must be 1-D, got " + shape_to_string(indices.shape()));
-  Shape column(a.rank(), 1), full = a.shape();
-  column[ax] = full[ax] = indices.shape()[0];
-  return gather(a, ax, broadcast_to(reshape(indices, column), full));
+  return detail::as_called("index_select", {&a, &indices}, [&] {
+    detail::node_of(a, "index_select");
+    detail::node_of(indices, "index_select");
+    const int ax = detail::normalize_axis("index_select", axis, a.rank(), a.shape());
+    if (indices.rank() != 1)
+      detail::fail(ErrorCode::illegal_dimensionality, "index_select",
+                   "indices must be 1-D, got " + shape_to_string(indices.shape()));
+    Shape column(a.rank(), 1), full = a.shape();
+    column[ax] = full[ax] = indices.shape()[0];
+    return gather(a, ax, broadcast_to(reshape(indices, column), full));
+  });
 }
 
 Tensor one_hot(const Tensor& labels, std::int64_t classes, DType dtype) {

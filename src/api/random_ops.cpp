@@ -1,4 +1,5 @@
 // Random tensors and random transformations, each with its seed fixed at build time.
+#include <cmath>
 #include <numbers>
 #include <new>
 #include <numeric>
@@ -6,6 +7,7 @@
 #include "api/builder.hpp"
 #include "api/flint_rules.hpp"
 #include "exec/reference_kernels.hpp"
+#include "kiln/composite_ops.hpp"
 #include "kiln/indexing.hpp"
 #include "kiln/ops.hpp"
 #include "kiln/random.hpp"
@@ -86,6 +88,71 @@ Tensor dropout(const Tensor& a, double p) { return dropout(a, p, fresh_seed()); 
 
 Tensor detail::flint_dropout(const Tensor& a, double p) {
   return dropped(a, p, fresh_seed(), "fdropout");
+}
+
+
+namespace {
+// multinomial's weights must be non-negative and finite, with a positive sum in each row: values
+// that are read, so the weights are evaluated when the sampler is built (as PyTorch checks them).
+void check_weights(const Tensor& rows) {
+  const std::vector<double> w = rows.to_vector<double>();
+  const std::int64_t k = rows.shape()[1];
+  for (std::size_t r = 0; r * static_cast<std::size_t>(k) < w.size(); ++r) {
+    double sum = 0;
+    for (std::int64_t j = 0; j < k; ++j) {
+      const double v = w[r * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)];
+      if (!std::isfinite(v) || v < 0)
+        detail::fail(ErrorCode::invalid_select, "multinomial",
+                     "weights " + shape_to_string(rows.shape()) + " hold " + std::to_string(v) +
+                         " in row " + std::to_string(r) + " (they must be finite and >= 0)");
+      sum += v;
+    }
+    if (sum <= 0)
+      detail::fail(ErrorCode::invalid_select, "multinomial",
+                   "row " + std::to_string(r) + " of the weights " +
+                       shape_to_string(rows.shape()) + " sums to 0");
+  }
+}
+}  // namespace
+
+Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement,
+                   std::uint64_t seed) {
+  detail::node_of(probs, "multinomial");
+  if (probs.rank() != 1 && probs.rank() != 2)
+    detail::fail(ErrorCode::illegal_dimensionality, "multinomial",
+                 "weights must be [K] or [N, K], got " + shape_to_string(probs.shape()));
+  if (!is_float(probs.dtype()))
+    detail::fail(ErrorCode::wrong_type, "multinomial",
+                 std::string("weights must be floating, got ") + dtype_name(probs.dtype()));
+  const Tensor rows = probs.rank() == 1 ? probs.unsqueeze(0) : probs;
+  const std::int64_t n = rows.shape()[0], k = rows.shape()[1];
+  if (k == 0 || num_samples <= 0 || (!replacement && num_samples > k))
+    detail::fail(ErrorCode::invalid_select, "multinomial",
+                 "cannot draw " + std::to_string(num_samples) + " samples " +
+                     (replacement ? "with" : "without") + " replacement from " +
+                     std::to_string(k) + " categories");
+  check_weights(rows);
+  const Tensor w = convert(rows, DType::f64);
+  Tensor drawn;
+  if (replacement) {
+    // Inverse transform: a uniform u picks the category whose interval of the cumulative weights
+    // holds it. Dividing by the last cumulative weight makes it exactly 1, so u < 1 never passes
+    // the last category of positive weight, and categories of weight 0 have empty intervals.
+    const Tensor cumulative = cumsum(w, 1);
+    const Tensor cdf = (cumulative / cumulative.slice({0, k - 1}, {n, k})).unsqueeze(1);
+    const Tensor u = uniform({n, num_samples, 1}, seed, DType::f64);
+    drawn = sum(convert(cdf <= u, DType::i64), {2});
+  } else {
+    // Gumbel top-k: the k largest of log(w) + Gumbel noise are a draw without replacement in
+    // proportion to the weights; categories of weight 0 (log 0 = -inf) come after all others.
+    const Tensor u = uniform({n, k}, seed, DType::f64);
+    drawn = topk(log(w) - log(-log(u)), num_samples, 1).indices;
+  }
+  return probs.rank() == 1 ? drawn.squeeze(0) : drawn;
+}
+
+Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement) {
+  return multinomial(probs, num_samples, replacement, fresh_seed());
 }
 
 }  // namespace kiln

@@ -87,6 +87,18 @@ Tensor argmax(const Tensor& a, int axis, bool keepdims) {
 Tensor argmin(const Tensor& a, int axis, bool keepdims) {
   return reduce(Op::argmin, a, {axis}, keepdims);
 }
+Tensor min(const Tensor& a, std::initializer_list<int> axes, bool keepdims) {
+  return min(a, std::vector<int>(axes), keepdims);
+}
+Tensor max(const Tensor& a, std::initializer_list<int> axes, bool keepdims) {
+  return max(a, std::vector<int>(axes), keepdims);
+}
+ValuesIndices min(const Tensor& a, int dim, bool keepdim) {
+  return {min(a, std::vector<int>{dim}, keepdim), argmin(a, dim, keepdim)};
+}
+ValuesIndices max(const Tensor& a, int dim, bool keepdim) {
+  return {max(a, std::vector<int>{dim}, keepdim), argmax(a, dim, keepdim)};
+}
 Tensor argmax(const Tensor& a) { return argmax(flatten(a), 0); }
 Tensor argmin(const Tensor& a) { return argmin(flatten(a), 0); }
 

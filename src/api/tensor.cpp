@@ -259,6 +259,14 @@ Tensor Tensor::max() const { return kiln::max(*this); }
 Tensor Tensor::max(std::vector<int> axes, bool keepdims) const {
   return kiln::max(*this, std::move(axes), keepdims);
 }
+Tensor Tensor::max(std::initializer_list<int> axes, bool keepdims) const {
+  return kiln::max(*this, axes, keepdims);
+}
+ValuesIndices Tensor::max(int dim, bool keepdim) const { return kiln::max(*this, dim, keepdim); }
+Tensor Tensor::min(std::initializer_list<int> axes, bool keepdims) const {
+  return kiln::min(*this, axes, keepdims);
+}
+ValuesIndices Tensor::min(int dim, bool keepdim) const { return kiln::min(*this, dim, keepdim); }
 Tensor Tensor::min() const { return kiln::min(*this); }
 Tensor Tensor::min(std::vector<int> axes, bool keepdims) const {
   return kiln::min(*this, std::move(axes), keepdims);

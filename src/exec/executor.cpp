@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "exec/anomaly_check.hpp"
 #include "exec/cpu/parallel.hpp"
 #include "exec/evaluate.hpp"
 #include "exec/executor_registry.hpp"
@@ -16,6 +17,7 @@
 #include "graph/graph_lock.hpp"
 #include "graph/node.hpp"
 #include "graph/values.hpp"
+#include "kiln/anomaly.hpp"
 #include "kiln/error.hpp"
 
 namespace kiln {
@@ -219,6 +221,7 @@ inline void evaluate_with(std::span<Node* const> targets, Executor& executor) {
       deferred().any.load(std::memory_order_relaxed) ? with_deferred(targets, executor, keep, all)
                                                      : targets;
   executor.execute(nodes);
+  if (anomaly_detection_enabled()) check_for_anomalies(nodes);
   for (Node* n : nodes) {
     if (!n->result || n->in_gradient_context || n->watched.load()) continue;
     n->op = Op::store;

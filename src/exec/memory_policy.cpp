@@ -1,5 +1,7 @@
 #include "exec/memory_policy.hpp"
 
+#include "kiln/anomaly.hpp"
+
 namespace kiln::detail {
 
 long EvaluationReferences::of(const GraphStructure& structure, const Node* node) {
@@ -41,7 +43,9 @@ void reusable(const Kernel& k, const GraphStructure& structure, const SchedulePl
   reuse.assign(k.stored.size() + 1, nullptr);
   auto offer = [&](const Node& out) -> std::shared_ptr<Buffer> {
     const Node* old = assign_target(out);
-    if (old == nullptr || !old->result || old->result.use_count() != 1 || old->result->borrowed() ||
+    // Anomaly mode keeps old values, which its search may compute from again.
+    if (old == nullptr || anomaly_detection_enabled() || !old->result ||
+        old->result.use_count() != 1 || old->result->borrowed() ||
         old->result->dtype() != out.dtype || old->result->numel() != out.numel() ||
         old->handles.load() != 0)
       return nullptr;

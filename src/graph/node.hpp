@@ -75,6 +75,9 @@ struct Node {
   // The executor this node lives on (Tensor::to placed it or an operand there), which computes it
   // when no executor is named; null: unplaced, computed by the thread's current executor.
   std::shared_ptr<Executor> home;
+  // The op the user called when a composite built this node (a string literal), or null: errors
+  // its evaluation raises name it (api/builder.hpp's CalledOp).
+  const char* called_as = nullptr;
   // Autodiff: whether the node was built inside a gradient context, whether it is a marked
   // variable, and the gradient backward() accumulated for it (a leaf, or null).
   bool in_gradient_context = false;

@@ -5,6 +5,7 @@
 
 #include "kiln/activations.hpp"
 #include "kiln/indexing.hpp"
+#include "api/builder.hpp"
 #include "kiln/nn.hpp"
 #include "kiln/normalization.hpp"
 #include "kiln/ops.hpp"
@@ -104,11 +105,16 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim)
 void Embedding::reset_parameters() { weight_.copy_(random_normal({num_, dim_})); }
 
 Tensor Embedding::forward(const Tensor& indices) {
-  require(indices.defined() && is_integer(indices.dtype()), ErrorCode::wrong_type,
-          "nn::Embedding: needs integer indices");
-  Shape out = indices.shape();
-  out.push_back(dim_);
-  return reshape(index_select(weight_.value(), 0, reshape(indices, {indices.numel()})), out);
+  return detail::as_called("nn::Embedding", {&indices}, [&] {
+    require(indices.defined() && is_integer(indices.dtype()), ErrorCode::wrong_type,
+            "nn::Embedding: needs integer indices, got " +
+                (indices.defined() ? std::string(dtype_name(indices.dtype())) + " " +
+                                         shape_to_string(indices.shape())
+                                   : std::string("<empty>")));
+    Shape out = indices.shape();
+    out.push_back(dim_);
+    return reshape(index_select(weight_.value(), 0, reshape(indices, {indices.numel()})), out);
+  });
 }
 
 std::string Embedding::describe() const {

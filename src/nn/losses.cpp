@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "api/builder.hpp"
 #include "kiln/activations.hpp"
 #include "kiln/composite_ops.hpp"
 #include "kiln/error.hpp"
@@ -161,11 +162,16 @@ Tensor reduce_classes(const char* loss, const Picked& p, Reduction r) {
 
 Tensor nll_loss(const Tensor& log_probabilities, const Tensor& labels,
                 const ClassLossOptions& options) {
-  check_classes("nll_loss", log_probabilities, labels, options);
-  return reduce_classes("nll_loss", pick(log_probabilities, labels, options), options.reduction);
+  return detail::as_called("nll_loss", {&log_probabilities, &labels}, [&] {
+    check_classes("nll_loss", log_probabilities, labels, options);
+    return reduce_classes("nll_loss", pick(log_probabilities, labels, options),
+                          options.reduction);
+  });
 }
 
-Tensor cross_entropy(const Tensor& given, const Tensor& labels, const ClassLossOptions& options) {
+namespace {
+Tensor cross_entropy_of(const Tensor& given, const Tensor& labels,
+                        const ClassLossOptions& options) {
   const Tensor logits = loss_input(given);
   check_classes("cross_entropy", logits, labels, options);
   const double eps = options.label_smoothing;
@@ -188,6 +194,12 @@ Tensor cross_entropy(const Tensor& given, const Tensor& labels, const ClassLossO
   }
   const double classes = static_cast<double>(logits.size(1));
   return (1.0 - eps) * nll + (eps / classes) * smooth_reduced;
+}
+}  // namespace
+
+Tensor cross_entropy(const Tensor& given, const Tensor& labels, const ClassLossOptions& options) {
+  return detail::as_called("cross_entropy", {&given, &labels},
+                           [&] { return cross_entropy_of(given, labels, options); });
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {

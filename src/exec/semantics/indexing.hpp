@@ -18,9 +18,13 @@ inline bool index_in_range(std::int64_t index, std::int64_t size) {
   return index >= 0 && index < size;
 }
 
+// Named as the user called the op when a composite built the node (nn::Embedding's gather).
 [[noreturn]] inline void index_out_of_range(const Node& n, std::int64_t index, std::int64_t size) {
-  throw Error(ErrorCode::invalid_select, std::string(n.info().name) + ": index " +
-                                             std::to_string(index) +
+  const std::string op(n.info().name);
+  const std::string called = n.called_as != nullptr && op != n.called_as
+                                 ? std::string(n.called_as) + ": " + op
+                                 : op;
+  throw Error(ErrorCode::invalid_select, called + ": index " + std::to_string(index) +
                                              " out of range for a dimension of size " +
                                              std::to_string(size));
 }

@@ -1,0 +1,26 @@
+/// @file
+/// Anomaly mode, as PyTorch's torch.autograd.detect_anomaly: while it is on, every evaluation
+/// checks the floating values it computed, and when one holds NaN or infinity it finds the first
+/// op (forward or gradient) whose values are not finite although its inputs are, and throws
+/// kiln::Error(illegal_derive) naming that op, its type and shape, its inputs', and the op the
+/// user called when a composite built it. Slow (values are read back and the path to a bad value
+/// is computed again with the reference executor): a tool for finding where a NaN comes from.
+#pragma once
+
+namespace kiln {
+
+/// Turns anomaly mode on or off for the whole process.
+void detect_anomaly(bool on);
+/// Whether anomaly mode is on (detect_anomaly(true), or a DetectAnomalyGuard lives).
+bool anomaly_detection_enabled();
+
+/// Anomaly mode while it lives (libtorch's torch::autograd::DetectAnomalyGuard).
+class DetectAnomalyGuard {
+ public:
+  DetectAnomalyGuard();
+  ~DetectAnomalyGuard();
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+};
+
+}  // namespace kiln
