@@ -133,4 +133,41 @@ TEST(NnPyTorchLayers, TransformerDecoderLayerWithMasks) {
             kiln::ErrorCode::invalid_select);
 }
 
+TEST(NnPyTorchLayers, TransformerDecoderStack) {
+  nn::TransformerDecoder decoder(4, 2, 2, {.dim_feedforward = 8, .dropout = 0.0}, true);
+  const std::vector<std::string> n = names(decoder);
+  ASSERT_EQ(n.size(), 38u);
+  EXPECT_EQ(n[18], "layers.1.self_attn.in_proj_weight");
+  EXPECT_EQ(n.back(), "norm.bias");
+  fill(decoder);
+  decoder.eval();
+  expect_values(decoder.forward(input({3, 2, 4}), input({5, 2, 4}, 0.3)), {3, 2, 4},
+                kDecoderStackOutput);
+  EXPECT_EQ(kiln_test::error_of([&] { decoder(input({3, 2, 4})); }).code(),
+            kiln::ErrorCode::invalid_select);
+}
+
+TEST(NnPyTorchLayers, TransformerOfAnEncoderAndADecoder) {
+  nn::Transformer transformer(
+      4, 2,
+      {.num_encoder_layers = 2, .num_decoder_layers = 1,
+       .layer = {.dim_feedforward = 8, .dropout = 0.0}});
+  const std::vector<std::string> n = names(transformer);
+  ASSERT_EQ(n.size(), 26u + 20u);
+  EXPECT_EQ(n.front(), "encoder.layers.0.self_attn.in_proj_weight");
+  EXPECT_EQ(n[26], "decoder.layers.0.self_attn.in_proj_weight");
+  EXPECT_EQ(n.back(), "decoder.norm.bias");
+  // Matrices start from Xavier's uniform bound, as PyTorch's _reset_parameters draws them.
+  const nn::Parameter& in_proj = transformer.named_parameters()[0].second;
+  const double bound = std::sqrt(6.0 / (12 + 4));
+  const std::vector<float> w = in_proj.value().to_vector<float>();
+  EXPECT_LE(*std::max_element(w.begin(), w.end()), bound);
+  EXPECT_GT(*std::max_element(w.begin(), w.end()), 0.8 * bound);
+  fill(transformer);
+  transformer.eval();
+  expect_values(transformer.forward(input({5, 2, 4}, 0.3), input({3, 2, 4}), {},
+                                    {.is_causal = true}),
+                {3, 2, 4}, kTransformerOutput);
+}
+
 }  // namespace

@@ -727,6 +727,52 @@ class TransformerDecoderLayer : public Module {
   std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_, dropout3_;
 };
 
+/// A stack of num_layers decoder layers, as PyTorch's TransformerDecoder (names layers.{i}.*, and
+/// norm.* when `final_norm`), every layer starting as a copy of the first. Masks apply to every
+/// layer.
+class TransformerDecoder : public Module {
+ public:
+  TransformerDecoder(std::int64_t d_model, std::int64_t nhead, std::int64_t num_layers,
+                     TransformerDecoderLayerOptions options = {}, bool final_norm = false);
+  /// A decoder needs the memory: this form is an invalid_select error saying so.
+  Tensor forward(const Tensor& tgt) override;
+  Tensor forward(const Tensor& tgt, const Tensor& memory, const AttentionMasks& tgt_masks = {},
+                 const AttentionMasks& memory_masks = {});
+  std::string describe() const override;
+  std::int64_t num_layers() const { return static_cast<std::int64_t>(layers_.size()); }
+
+ private:
+  std::vector<std::shared_ptr<TransformerDecoderLayer>> layers_;
+  std::shared_ptr<LayerNorm> norm_;
+};
+
+/// PyTorch's nn.Transformer: an encoder of num_encoder_layers and a decoder of num_decoder_layers,
+/// each with a final LayerNorm (names encoder.*, decoder.*). Its parameters of more than one
+/// dimension are drawn again from Xavier's uniform distribution, as PyTorch's constructor does.
+struct TransformerOptions {
+  std::int64_t num_encoder_layers = 6;
+  std::int64_t num_decoder_layers = 6;
+  TransformerEncoderLayerOptions layer = {};
+};
+class Transformer : public Module {
+ public:
+  Transformer(std::int64_t d_model = 512, std::int64_t nhead = 8, TransformerOptions options = {});
+  /// A Transformer needs the source and the target: this form is an invalid_select error.
+  Tensor forward(const Tensor& src) override;
+  /// src_masks for the encoder's self-attention, tgt_masks for the decoder's, memory_masks for
+  /// the decoder's attention to the encoder's output.
+  Tensor forward(const Tensor& src, const Tensor& tgt, const AttentionMasks& src_masks = {},
+                 const AttentionMasks& tgt_masks = {}, const AttentionMasks& memory_masks = {});
+  std::string describe() const override;
+  TransformerEncoder& encoder() { return *encoder_; }
+  TransformerDecoder& decoder() { return *decoder_; }
+
+ private:
+  std::int64_t d_model_, nhead_;
+  std::shared_ptr<TransformerEncoder> encoder_;
+  std::shared_ptr<TransformerDecoder> decoder_;
+};
+
 /// LSTM and GRU as PyTorch's, with its parameter names per layer k (weight_ih_l{k} [G * H, in],
 /// weight_hh_l{k} [G * H, H], bias_ih_l{k}, bias_hh_l{k}; G = 4 gates i, f, g, o for the LSTM, 3
 /// gates r, z, n for the GRU) and its initialisation U(-1/sqrt(H), 1/sqrt(H)). Inputs [L, N, in]

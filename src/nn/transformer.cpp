@@ -1,5 +1,5 @@
-// TransformerEncoder (a stack of encoder layers) and TransformerDecoderLayer, with PyTorch's
-// parameter names and its order of blocks.
+// TransformerEncoder and TransformerDecoder (stacks of layers), TransformerDecoderLayer and
+// Transformer, with PyTorch's parameter names and its order of blocks.
 #include <sstream>
 
 #include "kiln/activations.hpp"
@@ -10,6 +10,15 @@ namespace kiln::nn {
 
 using checks::require;
 using checks::require_positive;
+
+namespace {
+// `layer` takes `first`'s parameter values, as PyTorch's stacks copy one layer.
+void copy_parameters(const Module& first, const Module& layer) {
+  const auto from = first.named_parameters();
+  const auto to = layer.named_parameters();
+  for (std::size_t p = 0; p < to.size(); ++p) to[p].second.copy_(from[p].second.value());
+}
+}  // namespace
 
 // ---- TransformerEncoder
 // --------------------------------------------------------------------------
@@ -22,11 +31,7 @@ TransformerEncoder::TransformerEncoder(std::int64_t d_model, std::int64_t nhead,
   register_module("layers", list);
   for (std::int64_t i = 0; i < num_layers; ++i) {
     auto layer = std::make_shared<TransformerEncoderLayer>(d_model, nhead, options);
-    if (i > 0) {  // PyTorch's layers are copies of one layer
-      const auto first = layers_.front()->named_parameters();
-      const auto own = layer->named_parameters();
-      for (std::size_t p = 0; p < own.size(); ++p) own[p].second.copy_(first[p].second.value());
-    }
+    if (i > 0) copy_parameters(*layers_.front(), *layer);  // PyTorch copies one layer
     list->push_back(layer);
     layers_.push_back(std::move(layer));
   }
@@ -125,6 +130,82 @@ std::string TransformerDecoderLayer::describe() const {
   s << "TransformerDecoderLayer(d_model " << d_model_ << ", " << nhead_ << " heads, feed-forward "
     << options_.dim_feedforward << ", " << options_.activation
     << (options_.norm_first ? ", norm first" : "") << ")";
+  return s.str();
+}
+
+// ---- TransformerDecoder
+// --------------------------------------------------------------------------
+
+TransformerDecoder::TransformerDecoder(std::int64_t d_model, std::int64_t nhead,
+                                       std::int64_t num_layers,
+                                       TransformerDecoderLayerOptions options, bool final_norm) {
+  require_positive("TransformerDecoder", "num_layers", num_layers);
+  auto list = std::make_shared<ModuleList>();
+  register_module("layers", list);
+  for (std::int64_t i = 0; i < num_layers; ++i) {
+    auto layer = std::make_shared<TransformerDecoderLayer>(d_model, nhead, options);
+    if (i > 0) copy_parameters(*layers_.front(), *layer);
+    list->push_back(layer);
+    layers_.push_back(std::move(layer));
+  }
+  if (final_norm) {
+    norm_ = std::make_shared<LayerNorm>(Shape{d_model}, options.layer_norm_eps);
+    register_module("norm", norm_);
+  }
+}
+
+Tensor TransformerDecoder::forward(const Tensor&) {
+  throw Error(ErrorCode::invalid_select,
+              "nn::TransformerDecoder: forward needs the target and the encoder's output "
+              "(forward(tgt, memory, ...))");
+}
+
+Tensor TransformerDecoder::forward(const Tensor& tgt, const Tensor& memory,
+                                   const AttentionMasks& tgt_masks,
+                                   const AttentionMasks& memory_masks) {
+  Tensor x = tgt;
+  for (const auto& layer : layers_) x = layer->forward(x, memory, tgt_masks, memory_masks);
+  return norm_ ? (*norm_)(x) : x;
+}
+
+std::string TransformerDecoder::describe() const {
+  std::ostringstream s;
+  s << "TransformerDecoder(" << layers_.size() << " layers" << (norm_ ? ", final norm" : "")
+    << ")";
+  return s.str();
+}
+
+// ---- Transformer
+// ---------------------------------------------------------------------------------
+
+Transformer::Transformer(std::int64_t d_model, std::int64_t nhead, TransformerOptions options)
+    : d_model_(d_model), nhead_(nhead) {
+  encoder_ = std::make_shared<TransformerEncoder>(d_model, nhead, options.num_encoder_layers,
+                                                  options.layer, true);
+  decoder_ = std::make_shared<TransformerDecoder>(d_model, nhead, options.num_decoder_layers,
+                                                  options.layer, true);
+  register_module("encoder", encoder_);
+  register_module("decoder", decoder_);
+  // PyTorch's _reset_parameters: Xavier's uniform initialisation of every matrix.
+  for (const auto& [name, p] : named_parameters())
+    if (p.shape().size() == 2) p.copy_(xavier_uniform(p.shape(), p.shape()[1], p.shape()[0]));
+}
+
+Tensor Transformer::forward(const Tensor&) {
+  throw Error(ErrorCode::invalid_select,
+              "nn::Transformer: forward needs the source and the target (forward(src, tgt, ...))");
+}
+
+Tensor Transformer::forward(const Tensor& src, const Tensor& tgt, const AttentionMasks& src_masks,
+                            const AttentionMasks& tgt_masks, const AttentionMasks& memory_masks) {
+  const Tensor memory = encoder_->forward(src, src_masks);
+  return decoder_->forward(tgt, memory, tgt_masks, memory_masks);
+}
+
+std::string Transformer::describe() const {
+  std::ostringstream s;
+  s << "Transformer(d_model " << d_model_ << ", " << nhead_ << " heads, "
+    << encoder_->num_layers() << " encoder and " << decoder_->num_layers() << " decoder layers)";
   return s.str();
 }
 

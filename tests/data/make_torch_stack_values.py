@@ -50,3 +50,18 @@ for nf in (False, True):
     kpm = torch.tensor([[False]*5, [False]*3 + [True]*2])
     out = dec(tgt, mem, tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(3), tgt_is_causal=True, memory_key_padding_mask=kpm)
     arr("kDecoderOutput" + ("NormFirst" if nf else ""), out)
+
+dec_stack = torch.nn.TransformerDecoder(
+    torch.nn.TransformerDecoderLayer(4, 2, dim_feedforward=8, dropout=0.0), 2,
+    norm=torch.nn.LayerNorm(4))
+fill(dec_stack)
+dec_stack.eval()
+arr("kDecoderStackOutput", dec_stack(inp(3, 2, 4), inp(5, 2, 4, phase=0.3)))
+
+transformer = torch.nn.Transformer(4, 2, num_encoder_layers=2, num_decoder_layers=1,
+                                   dim_feedforward=8, dropout=0.0)
+fill(transformer)
+transformer.eval()
+arr("kTransformerOutput", transformer(inp(5, 2, 4, phase=0.3), inp(3, 2, 4),
+                                      tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(3),
+                                      tgt_is_causal=True))
