@@ -205,3 +205,53 @@ TEST(OnnxExport, ModulesInEvalModeExport) {
 }
 
 }  // namespace
+
+namespace {
+
+// The dimensions of a ValueInfoProto: a number, or the name of a symbolic dimension.
+std::vector<std::string> dims_of(const std::string& value_info) {
+  const Fields tensor = decode(decode(decode(value_info).one(2)).one(1));
+  std::vector<std::string> dims;
+  for (const std::string& d : decode(tensor.one(2)).all(1)) {
+    const Fields dim = decode(d);
+    dims.push_back(dim.bytes.count(2) ? dim.one(2) : std::to_string(dim.number(1)));
+  }
+  return dims;
+}
+
+TEST(OnnxExport, AnOpenBatchIsSymbolicAndShapesFollowIt) {
+  const auto bytes = kiln::serialize_onnx(
+      {{"x", {3, 4}}}, [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{kiln::reshape(in[0], {-1, 4}).sum({1})};
+      });
+  const Fields graph = decode(decode(std::string(reinterpret_cast<const char*>(bytes.data()),
+                                                 bytes.size()))
+                                  .one(7));
+  EXPECT_EQ(dims_of(graph.one(11)), (std::vector<std::string>{"batch", "3", "4"}));
+  // The output [batch * 3] varies without being the batch: an open dimension of its own.
+  EXPECT_EQ(dims_of(graph.one(12)), (std::vector<std::string>{"output0_dim0"}));
+  // The reshape's shape is computed from the input's batch, first.
+  const std::vector<std::string> ops = op_types(graph);
+  EXPECT_EQ(ops.front(), "Shape");
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "Reshape"), ops.end());
+}
+
+TEST(OnnxExport, AnOpenBatchRefusesGraphsThatDependOnItOtherwise) {
+  const std::vector<kiln::OnnxInput> x = {{"x", {3}}};
+  EXPECT_KILN_ERROR(kiln::serialize_onnx(x, [](const std::vector<Tensor>& in) {
+                      const std::vector<float> ones(static_cast<std::size_t>(in[0].numel()), 1);
+                      return std::vector<Tensor>{in[0] + Tensor::from(ones, in[0].shape())};
+                    }),
+                    ErrorCode::io_error, "a constant's shape [2,3] varies with the batch size");
+  EXPECT_KILN_ERROR(kiln::serialize_onnx({}, [](const std::vector<Tensor>& in) { return in; }),
+                    ErrorCode::invalid_select, "needs inputs");
+  EXPECT_KILN_ERROR(kiln::serialize_onnx(x, nullptr), ErrorCode::invalid_select,
+                    "no function builds the model");
+  kiln::OnnxExportOptions named;
+  named.input_names = {"y"};
+  EXPECT_KILN_ERROR(
+      kiln::serialize_onnx(x, [](const std::vector<Tensor>& in) { return in; }, named),
+      ErrorCode::invalid_select, "named by their OnnxInput");
+}
+
+}  // namespace

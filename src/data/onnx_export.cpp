@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,6 +19,7 @@
 #include "graph/values.hpp"
 #include "graph/view.hpp"
 #include "kiln/onnx.hpp"
+#include "kiln/ops.hpp"
 
 namespace kiln {
 
@@ -54,6 +56,8 @@ class Exporter {
       : options_(options), model_(options.graph_name) {}
 
   std::string run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
+  // The same, leaving the model for the caller (OnnxModel::open_batch) to serialise.
+  OnnxModel& export_graph(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
 
  private:
   // Names the graph's inputs and checks that each is a distinct placeholder.
@@ -530,6 +534,11 @@ void Exporter::emit(const Node& n) {
 }
 
 std::string Exporter::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+  return export_graph(inputs, outputs).serialize();
+}
+
+OnnxModel& Exporter::export_graph(const std::vector<Tensor>& inputs,
+                                  const std::vector<Tensor>& outputs) {
   if (outputs.empty()) detail::fail(ErrorCode::invalid_select, kOp, "no outputs to export");
   if (!options_.output_names.empty() && options_.output_names.size() != outputs.size())
     detail::fail(ErrorCode::invalid_select, kOp,
@@ -548,7 +557,35 @@ std::string Exporter::run(const std::vector<Tensor>& inputs, const std::vector<T
     model_.add_node_named("Identity", {name_of(n)}, {name}, {});
     model_.add_output(name, onnx_type(n.dtype), n.shape);
   }
-  return model_.serialize();
+  return model_;
+}
+
+// The model exported at three batch sizes, with the batch left open (OnnxModel::open_batch).
+std::string export_with_open_batch(const std::vector<OnnxInput>& inputs,
+                                   const OnnxModelBuilder& build,
+                                   const OnnxExportOptions& options) {
+  if (!build) detail::fail(ErrorCode::invalid_select, kOp, "no function builds the model");
+  if (inputs.empty())
+    detail::fail(ErrorCode::invalid_select, kOp, "a model with an open batch needs inputs");
+  if (!options.input_names.empty())
+    detail::fail(ErrorCode::invalid_select, kOp,
+                 "inputs of a model with an open batch are named by their OnnxInput");
+  const std::vector<std::int64_t> batches = {2, 3, 5};
+  std::vector<std::unique_ptr<Exporter>> exporters;
+  std::vector<OnnxModel*> models;
+  for (const std::int64_t batch : batches) {
+    std::vector<Tensor> placeholders;
+    for (const OnnxInput& in : inputs) {
+      Shape shape = in.shape;
+      shape.insert(shape.begin(), batch);
+      placeholders.push_back(kiln::placeholder(shape, in.dtype, in.name));
+    }
+    const std::vector<Tensor> outputs = build(placeholders);
+    exporters.push_back(std::make_unique<Exporter>(options));
+    models.push_back(&exporters.back()->export_graph(placeholders, outputs));
+  }
+  models[0]->open_batch({models[1], models[2]}, batches);
+  return models[0]->serialize();
 }
 
 }  // namespace
@@ -565,6 +602,21 @@ std::vector<std::byte> serialize_onnx(const std::vector<Tensor>& inputs,
 void save_onnx(const std::string& path, const std::vector<Tensor>& inputs,
                const std::vector<Tensor>& outputs, const OnnxExportOptions& options) {
   const std::string bytes = Exporter(options).run(inputs, outputs);
+  detail::write_file_atomically(path, std::span<const char>(bytes.data(), bytes.size()), kOp);
+}
+
+std::vector<std::byte> serialize_onnx(const std::vector<OnnxInput>& inputs,
+                                      const OnnxModelBuilder& build,
+                                      const OnnxExportOptions& options) {
+  const std::string bytes = export_with_open_batch(inputs, build, options);
+  std::vector<std::byte> out(bytes.size());
+  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+void save_onnx(const std::string& path, const std::vector<OnnxInput>& inputs,
+               const OnnxModelBuilder& build, const OnnxExportOptions& options) {
+  const std::string bytes = export_with_open_batch(inputs, build, options);
   detail::write_file_atomically(path, std::span<const char>(bytes.data(), bytes.size()), kOp);
 }
 

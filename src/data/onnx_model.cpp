@@ -35,14 +35,17 @@ namespace type_field {
 constexpr int tensor_type = 1;
 constexpr int elem_type = 1, shape = 2;  // TypeProto.Tensor
 constexpr int dim = 1;                   // TensorShapeProto
-constexpr int dim_value = 1;             // TensorShapeProto.Dimension
+constexpr int dim_value = 1, dim_param = 2;  // TensorShapeProto.Dimension
 }  // namespace type_field
 
-std::string value_info(const std::string& name, OnnxType type, const Shape& shape) {
+std::string value_info(const std::string& name, OnnxType type, const Shape& shape,
+                       const std::vector<std::string>& open_dims) {
   ProtoWriter dims;
-  for (const std::int64_t d : shape) {
+  for (std::size_t i = 0; i < shape.size(); ++i) {
     ProtoWriter dim;
-    dim.varint_field(type_field::dim_value, d);
+    if (i < open_dims.size() && !open_dims[i].empty())
+      dim.bytes_field(type_field::dim_param, open_dims[i]);
+    else dim.varint_field(type_field::dim_value, shape[i]);
     dims.message_field(type_field::dim, dim);
   }
   ProtoWriter tensor;
@@ -133,7 +136,7 @@ void OnnxModel::add_node_named(std::string op_type, std::vector<std::string> inp
   ProtoWriter node;
   for (const std::string& in : inputs) node.bytes_field(node_field::input, in);
   for (const std::string& out : outputs) node.bytes_field(node_field::output, out);
-  node.bytes_field(node_field::name, "/" + op_type + "_node_" + std::to_string(nodes_.size()));
+  node.bytes_field(node_field::name, "/" + op_type + "_node_" + std::to_string(next_node_++));
   node.bytes_field(node_field::op_type, op_type);
   for (const OnnxAttribute& a : attributes) {
     ProtoWriter attribute;
@@ -154,12 +157,7 @@ void OnnxModel::add_node_named(std::string op_type, std::vector<std::string> inp
 
 std::string OnnxModel::add_initializer(OnnxType type, const Shape& shape, std::string raw,
                                        std::string name) {
-  ProtoWriter tensor;
-  tensor.packed_varints(tensor_field::dims, shape);
-  tensor.varint_field(tensor_field::data_type, static_cast<std::int32_t>(type));
-  tensor.bytes_field(tensor_field::name, name);
-  tensor.bytes_field(tensor_field::raw_data, raw);
-  initializers_.push_back(tensor.bytes());
+  initializers_.push_back({name, type, shape, std::move(raw)});
   return name;
 }
 
@@ -191,11 +189,18 @@ std::string OnnxModel::serialize() const {
   ProtoWriter graph;
   for (const std::string& n : nodes_) graph.bytes_field(graph_field::node, n);
   graph.bytes_field(graph_field::name, graph_name_);
-  for (const std::string& t : initializers_) graph.bytes_field(graph_field::initializer, t);
+  for (const Initializer& t : initializers_) {
+    ProtoWriter tensor;
+    tensor.packed_varints(tensor_field::dims, t.shape);
+    tensor.varint_field(tensor_field::data_type, static_cast<std::int32_t>(t.type));
+    tensor.bytes_field(tensor_field::name, t.name);
+    tensor.bytes_field(tensor_field::raw_data, t.raw);
+    graph.bytes_field(graph_field::initializer, tensor.bytes());
+  }
   for (const ValueInfo& v : inputs_)
-    graph.bytes_field(graph_field::input, value_info(v.name, v.type, v.shape));
+    graph.bytes_field(graph_field::input, value_info(v.name, v.type, v.shape, v.open_dims));
   for (const ValueInfo& v : outputs_)
-    graph.bytes_field(graph_field::output, value_info(v.name, v.type, v.shape));
+    graph.bytes_field(graph_field::output, value_info(v.name, v.type, v.shape, v.open_dims));
 
   ProtoWriter opset;
   opset.bytes_field(opset_field::domain, "");
@@ -208,6 +213,132 @@ std::string OnnxModel::serialize() const {
   model.message_field(model_field::graph, graph);
   model.message_field(model_field::opset_import, opset);
   return model.bytes();
+}
+
+namespace {
+[[noreturn]] void batch_error(const std::string& what) {
+  throw Error(ErrorCode::io_error, "save_onnx: with an open batch size, " + what);
+}
+
+std::vector<std::int64_t> int64_values(const std::string& raw) {
+  std::vector<std::int64_t> v(raw.size() / sizeof(std::int64_t));
+  if (!v.empty()) std::memcpy(v.data(), raw.data(), v.size() * sizeof(std::int64_t));
+  return v;
+}
+
+// Names the dimensions of `mine` that vary with the batch: "batch" where they are the batch in
+// every trace, else "<value>_dim<d>" (open, such as a batch times a sequence's length).
+void name_open_dims(std::vector<std::string>& open_dims, const Shape& mine,
+                    const std::vector<const Shape*>& theirs,
+                    const std::vector<std::int64_t>& batches, const std::string& value) {
+  open_dims.assign(mine.size(), std::string());
+  for (std::size_t d = 0; d < mine.size(); ++d) {
+    bool varies = false, follows = mine[d] == batches[0];
+    for (std::size_t t = 0; t < theirs.size(); ++t) {
+      varies = varies || (*theirs[t])[d] != mine[d];
+      follows = follows && (*theirs[t])[d] == batches[t + 1];
+    }
+    if (varies) open_dims[d] = follows ? "batch" : value + "_dim" + std::to_string(d);
+  }
+}
+}  // namespace
+
+void OnnxModel::open_batch(const std::vector<const OnnxModel*>& others,
+                           const std::vector<std::int64_t>& batches) {
+  for (const OnnxModel* o : others)
+    if (o->nodes_ != nodes_ || o->initializers_.size() != initializers_.size() ||
+        o->inputs_.size() != inputs_.size() || o->outputs_.size() != outputs_.size())
+      batch_error("the exported graph's structure changes with the batch size");
+  auto mark = [&](std::vector<ValueInfo> OnnxModel::*list, const char* kind) {
+    for (std::size_t i = 0; i < (this->*list).size(); ++i) {
+      ValueInfo& v = (this->*list)[i];
+      std::vector<const Shape*> theirs;
+      for (const OnnxModel* o : others) {
+        const ValueInfo& w = (o->*list)[i];
+        if (w.shape.size() != v.shape.size())
+          batch_error(std::string(kind) + " " + v.name + "'s rank varies");
+        theirs.push_back(&w.shape);
+      }
+      name_open_dims(v.open_dims, v.shape, theirs, batches, v.name);
+    }
+  };
+  mark(&OnnxModel::inputs_, "input");
+  mark(&OnnxModel::outputs_, "output");
+  if (inputs_.empty() || inputs_[0].open_dims.empty() || inputs_[0].open_dims[0] != "batch")
+    batch_error("the first input's first dimension must be the batch");
+
+  // The batch as a 1-D [1] and as a 0-d int64, read from the first input's shape.
+  std::vector<std::string> prologue;
+  std::string batch_1d, batch_0d;
+  auto batch_node = [&](std::string op, std::vector<std::string> in,
+                        std::vector<OnnxAttribute> attrs) {
+    const std::string out = fresh_name("batch");
+    const std::size_t before = nodes_.size();
+    add_node_named(std::move(op), std::move(in), {out}, std::move(attrs));
+    prologue.push_back(std::move(nodes_.back()));
+    nodes_.resize(before);
+    return out;
+  };
+  std::vector<Initializer> mine_all = std::move(initializers_);
+  initializers_.clear();
+  for (std::size_t i = 0; i < mine_all.size(); ++i) {
+    Initializer& mine = mine_all[i];
+    bool varies = false;
+    for (const OnnxModel* o : others) {
+      const Initializer& theirs = o->initializers_[i];
+      if (theirs.name != mine.name || theirs.type != mine.type)
+        batch_error("the exported graph's structure changes with the batch size");
+      if (theirs.shape != mine.shape)
+        batch_error("a constant's shape " + shape_to_string(mine.shape) +
+                    " varies with the batch size (values built with the batch's size cannot "
+                    "be exported this way)");
+      varies = varies || theirs.raw != mine.raw;
+    }
+    if (!varies) {
+      initializers_.push_back(std::move(mine));
+      continue;
+    }
+    if (mine.type != OnnxType::i64 || mine.shape.size() > 1)
+      batch_error("a constant " + shape_to_string(mine.shape) +
+                  " that is not a shape varies with the batch size (a mean over the batch, or "
+                  "values built with the batch's size, cannot be exported this way)");
+    // Each element is a * batch + b, found from two traces and checked against the others.
+    const std::vector<std::int64_t> v0 = int64_values(mine.raw);
+    std::vector<std::vector<std::int64_t>> vt;
+    for (const OnnxModel* o : others) vt.push_back(int64_values(o->initializers_[i].raw));
+    std::vector<std::int64_t> a(v0.size()), b(v0.size());
+    for (std::size_t e = 0; e < v0.size(); ++e) {
+      const std::int64_t db = batches[1] - batches[0], dv = vt[0][e] - v0[e];
+      if (dv % db != 0)
+        batch_error("a shape's entry is not a multiple of the batch plus a constant");
+      a[e] = dv / db;
+      b[e] = v0[e] - a[e] * batches[0];
+      for (std::size_t t = 0; t < vt.size(); ++t)
+        if (vt[t][e] != a[e] * batches[t + 1] + b[e])
+          batch_error("a shape's entry is not a multiple of the batch plus a constant");
+    }
+    if (batch_1d.empty())
+      batch_1d = batch_node("Shape", {inputs_[0].name},
+                            {OnnxAttribute::integer("start", 0), OnnxAttribute::integer("end", 1)});
+    std::string batch = batch_1d;
+    Shape coefficient_shape = {static_cast<std::int64_t>(v0.size())};
+    if (mine.shape.empty()) {
+      if (batch_0d.empty()) batch_0d = batch_node("Squeeze", {batch_1d}, {});
+      batch = batch_0d;
+      coefficient_shape = {};
+    }
+    const std::string a_name =
+        add_initializer(OnnxType::i64, coefficient_shape, raw_bytes(a), fresh_name("batch_a"));
+    const std::string b_name =
+        add_initializer(OnnxType::i64, coefficient_shape, raw_bytes(b), fresh_name("batch_b"));
+    const std::string scaled = batch_node("Mul", {batch, a_name}, {});
+    // The sum takes the constant's own name, so that its readers read it.
+    const std::size_t before = nodes_.size();
+    add_node_named("Add", {scaled, b_name}, {mine.name}, {});
+    prologue.push_back(std::move(nodes_.back()));
+    nodes_.resize(before);
+  }
+  nodes_.insert(nodes_.begin(), prologue.begin(), prologue.end());
 }
 
 }  // namespace kiln::detail

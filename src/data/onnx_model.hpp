@@ -62,17 +62,35 @@ class OnnxModel {
   // The serialised ModelProto.
   std::string serialize() const;
 
+  // Leaves the batch size open: this model and `others` are the same model exported with the
+  // first dimension of every input (the batch) at `batches[0]` and at `batches[1...]` in turn.
+  // Dimensions of inputs and outputs that follow the batch become the symbolic "batch" (others
+  // that vary with it, "<name>_dim<d>"), and int64
+  // constants that vary with it (shapes of reshapes and expansions) are computed from the first
+  // input's batch as a * batch + b. Anything else that varies (the graph's structure, another
+  // constant) is an io_error naming what.
+  void open_batch(const std::vector<const OnnxModel*>& others,
+                  const std::vector<std::int64_t>& batches);
+
  private:
   struct ValueInfo {
     std::string name;
     OnnxType type;
     Shape shape;
+    std::vector<std::string> open_dims = {};  // symbolic names of dimensions ("batch"), or ""
+  };
+  struct Initializer {
+    std::string name;
+    OnnxType type;
+    Shape shape;
+    std::string raw;  // little-endian values
   };
   std::string graph_name_;
-  std::vector<std::string> nodes_;         // serialised NodeProtos
-  std::vector<std::string> initializers_;  // serialised TensorProtos
+  std::vector<std::string> nodes_;  // serialised NodeProtos
+  std::vector<Initializer> initializers_;
   std::vector<ValueInfo> inputs_, outputs_;
   std::int64_t next_name_ = 0;
+  std::int64_t next_node_ = 0;  // node names, unique however the nodes are reordered
 };
 
 }  // namespace kiln::detail

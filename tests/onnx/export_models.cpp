@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -274,6 +275,62 @@ Case bool_ops() {
 
 }  // namespace
 
+// A model exported with an open batch size (built at batches 2, 3 and 5), run on a batch of 7:
+// ONNX Runtime must take a batch the export never saw.
+void write_open_batch_case(const std::filesystem::path& dir, const std::string& name,
+                           const std::vector<kiln::OnnxInput>& inputs,
+                           const kiln::OnnxModelBuilder& build, const std::vector<Tensor>& feeds,
+                           const std::vector<std::string>& output_names) {
+  kiln::OnnxExportOptions options;
+  options.output_names = output_names;
+  kiln::save_onnx((dir / (name + ".onnx")).string(), inputs, build, options);
+  std::vector<Tensor> placeholders;
+  for (const kiln::OnnxInput& in : inputs) {
+    kiln::Shape shape = in.shape;
+    shape.insert(shape.begin(), feeds[placeholders.size()].size(0));
+    placeholders.push_back(kiln::placeholder(shape, in.dtype, in.name));
+  }
+  const std::vector<Tensor> values = kiln::compile(placeholders, build(placeholders))(feeds);
+  std::vector<std::pair<std::string, Tensor>> arrays;
+  for (std::size_t i = 0; i < feeds.size(); ++i) arrays.emplace_back("in." + inputs[i].name, feeds[i]);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    arrays.emplace_back("out." + output_names[i], values[i]);
+  kiln::data::save_npz((dir / (name + ".npz")).string(), arrays);
+  std::printf("wrote %s (open batch, run on %lld)\n", name.c_str(),
+              static_cast<long long>(feeds[0].size(0)));
+}
+
+void open_batch_cases(const std::filesystem::path& dir) {
+  // A classifier of token sequences: embedding, attention (whose head reshapes grow with the
+  // batch), a mean over the sequence and a head.
+  auto embed = std::make_shared<nn::Embedding>(20, 16);
+  nn::TransformerEncoderLayerOptions o;
+  o.dim_feedforward = 32;
+  o.batch_first = true;
+  auto encoder = std::make_shared<nn::TransformerEncoder>(16, 4, 2, o, true);
+  auto head = std::make_shared<nn::Linear>(16, 3);
+  encoder->eval();
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 7 * 6; ++i) ids.push_back((i * 5 + 1) % 20);
+  write_open_batch_case(
+      dir, "open_batch_transformer", {{"tokens", {6}, DType::i64}},
+      [=](const std::vector<Tensor>& in) {
+        const Tensor logits = (*head)(kiln::mean((*encoder)((*embed)(in[0])), {1}));
+        return std::vector<Tensor>{logits, kiln::argmax(logits, 1)};
+      },
+      {Tensor::from(ids, {7, 6})}, {"logits", "label"});
+  // A CNN whose flatten keeps the batch.
+  auto conv = std::make_shared<nn::Conv2d>(1, 4, 3, 1, 1);
+  auto linear = std::make_shared<nn::Linear>(4 * 4 * 4, 10);
+  write_open_batch_case(
+      dir, "open_batch_cnn", {{"image", {1, 8, 8}}},
+      [=](const std::vector<Tensor>& in) {
+        const Tensor h = nn::MaxPool2d(2)(kiln::relu((*conv)(in[0])));
+        return std::vector<Tensor>{kiln::softmax((*linear)(nn::Flatten()(h)), 1)};
+      },
+      {normal({7, 1, 8, 8}, 6)}, {"probabilities"});
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s DIRECTORY\n", argv[0]);
@@ -289,6 +346,7 @@ int main(int argc, char** argv) {
     write_case(dir, "float_ops", float_ops());
     write_case(dir, "integer_ops", integer_ops());
     write_case(dir, "bool_ops", bool_ops());
+    open_batch_cases(dir);
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "export_models: %s\n", e.what());
     return 1;
