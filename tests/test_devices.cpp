@@ -109,13 +109,14 @@ TEST(Devices, GradientsDoNotPassThroughAMoveSoSuchMovesAreRefused) {
   Tensor h;
   {
     kiln::GradientContext ctx;
-    h = data() * 2.0f;
+    h = data() * w;
     const kiln::Error e = error_of([&] { static_cast<void>(h.to("reference")); });
     EXPECT_EQ(e.code(), kiln::ErrorCode::device_error);
     EXPECT_NE(std::string(e.what()).find("to: f32 [2,3] to reference"), std::string::npos)
         << e.what();
-    // Data built in the context has no graph behind it and moves.
+    // Data built in the context moves, computed or not: no gradient reaches it.
     EXPECT_TRUE(data().to("reference").is_placed());
+    EXPECT_TRUE((data() * 2.0f).to("reference").is_placed());
   }
 }
 

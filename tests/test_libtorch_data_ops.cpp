@@ -60,7 +60,8 @@ TEST(LibtorchDataOps, ScatterWritesValuesWhereIndicesPoint) {
                 .to_vector<float>(),
             (std::vector<float>{9, 6, 9}));
   EXPECT_EQ(kiln::scatter(Tensor::from<std::int32_t>({0, 0}), 0,
-                          Tensor::from<std::int64_t>({0, 0, 1}), Tensor::from<std::int32_t>({2, 5, 4}))
+                          Tensor::from<std::int64_t>({0, 0, 1}),
+                          Tensor::from<std::int32_t>({2, 5, 4}))
                 .to_vector<std::int32_t>(),
             (std::vector<std::int32_t>{3, 4}));
   // Gradients: a's where nothing was written, src's where it was.

@@ -130,8 +130,9 @@ class Tensor {
   /// This tensor on `device`, as libtorch's `x.to(device)`: a leaf with the same values
   /// (evaluated where this tensor lives, uploaded now, and shared rather than copied) whose ops
   /// all run on that device. A tensor that lives there already is returned as it is. No gradient
-  /// passes through the move, so moving a watched tensor, or one built in a gradient context from
-  /// others, is device_error: move data and modules (Module::to) before computing with them.
+  /// passes through the move, so moving a tensor a gradient could pass through (watched, or
+  /// computed in a gradient context from a watched one) is device_error: move data and modules
+  /// (Module::to) before computing with them.
   Tensor to(const Device& device) const;
   Tensor to(const Device& device, DType dtype) const;
   /// Where this tensor lives: the device to() placed it or its operands on; an unplaced tensor

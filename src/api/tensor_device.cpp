@@ -2,6 +2,8 @@
 // (the builder gives every node the device of its operands; the runtime evaluates a node where
 // it lives).
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "api/builder.hpp"
 #include "exec/evaluate.hpp"
@@ -14,17 +16,36 @@ namespace kiln {
 
 using detail::Node;
 
+namespace {
+// Whether a gradient could pass through `n`: it is watched, or built in a gradient context from
+// something that is.
+bool gradients_reach(const Node& n) {
+  std::vector<const Node*> stack{&n};
+  std::unordered_set<const Node*> seen{&n};
+  while (!stack.empty()) {
+    const Node* at = stack.back();
+    stack.pop_back();
+    if (at->watched) return true;
+    if (!at->in_gradient_context) continue;
+    for (const detail::NodePtr& in : at->inputs)
+      if (seen.insert(in.get()).second) stack.push_back(in.get());
+  }
+  return false;
+}
+}  // namespace
+
 Tensor Tensor::to(const Device& device) const {
   const detail::NodePtr& source = detail::node_of(*this, "to");
   if (source->home == device.executor()) return *this;
   // The moved tensor is a new leaf, so no gradient passes through the move: a tensor gradients
   // would flow through is refused rather than silently cut off from them.
-  if (source->watched || (source->in_gradient_context && !source->inputs.empty()))
+  if (gradients_reach(*source))
     detail::fail(ErrorCode::device_error, "to",
                  std::string(dtype_name(source->dtype)) + " " + detail::shape_str(source->shape) +
-                     " to " + device.name() + ": gradients flow through this tensor, and none " +
-                     "would through the move; move the leaves (data, and modules with " +
-                     "Module::to) before computing with them");
+                     " to " + device.name() +
+                     ": gradients may flow through this tensor, and none would through the "
+                     "move; move the leaves (data, and modules with Module::to) before "
+                     "computing with them");
   eval();  // where it lives now
   auto leaf = std::make_shared<Node>(detail::Op::store, source->dtype, source->shape,
                                      std::vector<detail::NodePtr>{});
