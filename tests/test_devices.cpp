@@ -216,6 +216,25 @@ TEST(Devices, NewParameterValuesStayOnTheParametersDevice) {
   EXPECT_TRUE(lin.weight().value().is_watched());
   lin.to(DType::f64);
   EXPECT_EQ(lin.weight().value().device(), Device("reference"));
+  // An unplaced parameter stays unplaced whatever device its new value comes from.
+  nn::Linear unplaced(2, 1);
+  unplaced.weight().copy_(Tensor::from<float>({1, 2}, {1, 2}).to("reference"));
+  EXPECT_FALSE(unplaced.weight().value().is_placed());
+  EXPECT_EQ(unplaced.weight().value().to_vector<float>(), (std::vector<float>{1, 2}));
+}
+
+TEST(Devices, GradientsStayOnTheirVariablesDevice) {
+  const Tensor w = data().to("reference");
+  w.watch();
+  Tensor loss;
+  {
+    kiln::GradientContext ctx;
+    loss = (w * w).sum();
+  }
+  loss.backward();
+  EXPECT_EQ(w.grad().device(), Device("reference"));
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{2, 4, 6, 8, 10, 12}));
+  EXPECT_EQ(kiln::constant(w).device(), Device("reference"));
 }
 
 TEST(Devices, ACompiledFunctionRunsWhereItsOutputsLive) {
@@ -226,6 +245,11 @@ TEST(Devices, ACompiledFunctionRunsWhereItsOutputsLive) {
   const int before = counting->runs;
   EXPECT_EQ(f({data()})[0].item<float>(), 91.0f);
   EXPECT_GT(counting->runs, before);
+  // Outputs on two devices: the function has nowhere to run unless told.
+  const Tensor r = data().to("reference");
+  const kiln::Error e = error_of([&] { kiln::compile({in}, {(in * w).sum(), (in * r).sum()}); });
+  EXPECT_EQ(e.code(), kiln::ErrorCode::device_error);
+  EXPECT_NE(std::string(e.what()).find("counting and reference"), std::string::npos) << e.what();
 }
 
 TEST(Devices, OpenClTrainsAModuleMovedToIt) {

@@ -40,8 +40,9 @@ TEST(LibtorchDataOps, MaxAndMinAlongADimensionGiveValuesAndIndices) {
     kiln::GradientContext ctx;
     loss = kiln::max(w, 1).values.sum();
   }
+  // libtorch's: the whole gradient goes to the index returned, the first of tied maxima.
   EXPECT_EQ(kiln::gradients(loss, {w})[0].to_vector<float>(),
-            (std::vector<float>{0, 1, 0, 0.5, 0, 0.5}));  // ties share, as kiln's max does
+            (std::vector<float>{0, 1, 0, 1, 0, 0}));
   EXPECT_EQ(error_of([&] { kiln::max(x, 2); }).code(), kiln::ErrorCode::illegal_dimension);
 }
 
@@ -54,6 +55,11 @@ TEST(LibtorchDataOps, ScatterWritesValuesWhereIndicesPoint) {
   EXPECT_EQ(kiln::scatter(a, 1, Tensor::from<std::int64_t>({3, 0, 1}, {3, 1}), 2.5)
                 .to_vector<float>(),
             (std::vector<float>{0, 0, 0, 2.5, 2.5, 0, 0, 0, 0, 2.5, 0, 0}));
+  // The value takes a's type.
+  const Tensor ints = kiln::scatter(Tensor::from<std::int32_t>({0, 0}), 0,
+                                    Tensor::from<std::int64_t>({1}), 2.5);
+  EXPECT_EQ(ints.dtype(), DType::i32);
+  EXPECT_EQ(ints.to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 2}));
   // Elements not named keep a's values; one named twice takes the mean.
   const Tensor base = Tensor::from<float>({9, 9, 9}, {3});
   EXPECT_EQ(kiln::scatter(base, 0, Tensor::from<std::int64_t>({1, 1}), Tensor::from<float>({5, 7}))

@@ -102,6 +102,9 @@ TEST(NnPyTorchLayers, TransformerEncoderStackWithAFinalNorm) {
   const auto params = encoder.named_parameters();
   EXPECT_EQ(params[0].second.value().to_vector<float>(),
             params[12].second.value().to_vector<float>());
+  EXPECT_FALSE(params[0].second.value().same_node(params[12].second.value()));  // copies
+  params[0].second.set(kiln::zeros(params[0].second.shape()));
+  EXPECT_NE(params[12].second.value().sum().item<float>(), 0.0f);
   fill(encoder);
   encoder.eval();
   expect_values(encoder(input({3, 2, 4})), {3, 2, 4}, kEncoderOutput);

@@ -1,10 +1,11 @@
 /// @file
 /// Anomaly mode, as PyTorch's torch.autograd.detect_anomaly: while it is on, every evaluation
-/// checks the floating values it computed, and when one holds NaN or infinity it finds the first
-/// op (forward or gradient) whose values are not finite although its inputs are, and throws
-/// kiln::Error(illegal_derive) naming that op, its type and shape, its inputs', and the op the
-/// user called when a composite built it. Slow (values are read back and the path to a bad value
-/// is computed again with the reference executor): a tool for finding where a NaN comes from.
+/// checks the floating values it computed, and when one holds NaN it finds the first op (forward
+/// or gradient) that made NaN from inputs without any, and throws kiln::Error(illegal_derive)
+/// naming that op, its type and shape, its inputs', and the op the user called when a composite
+/// built it. Infinities are not anomalies (masks hold -inf on purpose). Slow (values are read back
+/// and the path to a NaN is computed again with the reference executor): a tool for finding where
+/// a NaN comes from.
 #pragma once
 
 namespace kiln {

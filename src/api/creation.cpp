@@ -79,6 +79,7 @@ Tensor constant(const Tensor& values) {
   auto leaf = std::make_shared<detail::Node>(Op::store, source.dtype, source.shape,
                                              std::vector<detail::NodePtr>{}, std::move(attrs));
   detail::set_host_values(*leaf, detail::host_buffer(source));
+  leaf->home = source.home;
   return Tensor(std::move(leaf));
 }
 

@@ -151,12 +151,22 @@ Function compile(const std::vector<Tensor>& inputs, const std::vector<Tensor>& o
   auto f = std::make_shared<Function::Impl>();
   // Unless told, the function runs where its outputs live, as their evaluation would.
   f->executor = options.executor;
-  auto follow = [&f](const Tensor& t) {
-    if (f->executor == nullptr && t.defined() && t.is_placed()) f->executor = t.device().executor();
-  };
-  for (const Tensor& out : outputs) follow(out);
-  for (const Update& u : options.updates) follow(u.value);
-  if (f->executor == nullptr) f->executor = current_executor();
+  if (f->executor == nullptr) {
+    std::shared_ptr<Executor> placed;
+    auto follow = [&placed](const Tensor& t) {
+      if (!t.defined() || !t.is_placed()) return;
+      const std::shared_ptr<Executor>& home = t.device().executor();
+      if (placed != nullptr && placed != home)
+        fail(ErrorCode::device_error, "outputs live on different devices (" +
+                                          std::string(placed->name()) + " and " +
+                                          std::string(home->name()) +
+                                          "): name one in CompileOptions::executor");
+      placed = home;
+    };
+    for (const Tensor& out : outputs) follow(out);
+    for (const Update& u : options.updates) follow(u.value);
+    f->executor = placed != nullptr ? placed : current_executor();
+  }
   if (outputs.empty() && options.updates.empty())
     fail(ErrorCode::invalid_select, "a function needs at least one output or update");
 

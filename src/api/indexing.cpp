@@ -112,22 +112,27 @@ Tensor scatter_hits(const Tensor& a, int axis, const Tensor& indices) {
 Tensor scatter(const Tensor& a, int axis, const Tensor& indices, const Tensor& src) {
   detail::node_of(a, "scatter");
   detail::node_of(src, "scatter");
-  const Tensor values = src.dtype() == a.dtype() ? src : convert(src, a.dtype());
-  const Tensor sums = scatter_node("scatter", zeros(a.shape(), a.dtype()), axis, indices,
+  // Integers are summed in i64, so that elements named several times cannot overflow.
+  const bool exact = is_float(a.dtype()) || is_complex(a.dtype());
+  const DType sum_type = exact ? a.dtype() : DType::i64;
+  const Tensor values = src.dtype() == sum_type ? src : convert(src, sum_type);
+  const Tensor sums = scatter_node("scatter", zeros(a.shape(), sum_type), axis, indices,
                                    values, false);
   const Tensor hits = scatter_hits(a, axis, indices);
   // An element named more than once takes the mean of what it is sent (deterministic, where
   // PyTorch leaves the choice open); named once, its value.
   const Tensor divisor = maximum(hits, ones(a.shape(), DType::i32));
-  const Tensor merged = is_float(a.dtype()) || is_complex(a.dtype())
-                            ? sums / convert(divisor, a.dtype())
-                            : convert(div(sums, divisor, "floor"), a.dtype());
+  const Tensor merged = exact ? sums / convert(divisor, a.dtype())
+                              : convert(div(sums, convert(divisor, DType::i64), "floor"),
+                                        a.dtype());
   return where(hits > 0, merged, a);
 }
 
 Tensor scatter(const Tensor& a, int axis, const Tensor& indices, Scalar value) {
   detail::node_of(a, "scatter");
-  return where(scatter_hits(a, axis, indices) > 0, value, a);
+  // The value takes a's type, as PyTorch's.
+  const Tensor filled = where(scatter_hits(a, axis, indices) > 0, value, a);
+  return filled.dtype() == a.dtype() ? filled : convert(filled, a.dtype());
 }
 
 Tensor index(const Tensor& a, const Tensor& indices) {

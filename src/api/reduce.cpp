@@ -3,6 +3,7 @@
 
 #include "api/builder.hpp"
 #include "api/flint_rules.hpp"
+#include "kiln/indexing.hpp"
 #include "kiln/ops.hpp"
 
 namespace kiln {
@@ -93,11 +94,21 @@ Tensor min(const Tensor& a, std::initializer_list<int> axes, bool keepdims) {
 Tensor max(const Tensor& a, std::initializer_list<int> axes, bool keepdims) {
   return max(a, std::vector<int>(axes), keepdims);
 }
+namespace {
+// The values at the indices (gathered, as libtorch's gradient goes to the index it returns, not
+// shared among ties).
+ValuesIndices at_indices(const Tensor& a, int dim, bool keepdim, const Tensor& indices) {
+  const int axis = detail::normalize_axis("max", dim, a.rank(), a.shape());
+  const Tensor kept = keepdim ? indices : unsqueeze(indices, axis);
+  const Tensor values = gather(a, axis, kept);
+  return {keepdim ? values : squeeze(values, axis), indices};
+}
+}  // namespace
 ValuesIndices min(const Tensor& a, int dim, bool keepdim) {
-  return {min(a, std::vector<int>{dim}, keepdim), argmin(a, dim, keepdim)};
+  return at_indices(a, dim, keepdim, argmin(a, dim, keepdim));
 }
 ValuesIndices max(const Tensor& a, int dim, bool keepdim) {
-  return {max(a, std::vector<int>{dim}, keepdim), argmax(a, dim, keepdim)};
+  return at_indices(a, dim, keepdim, argmax(a, dim, keepdim));
 }
 Tensor argmax(const Tensor& a) { return argmax(flatten(a), 0); }
 Tensor argmin(const Tensor& a) { return argmin(flatten(a), 0); }

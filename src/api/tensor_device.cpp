@@ -7,6 +7,7 @@
 
 #include "api/builder.hpp"
 #include "exec/evaluate.hpp"
+#include "graph/graph_lock.hpp"
 #include "graph/values.hpp"
 #include "kiln/device.hpp"
 #include "kiln/executor.hpp"
@@ -20,6 +21,7 @@ namespace {
 // Whether a gradient could pass through `n`: it is watched, or built in a gradient context from
 // something that is.
 bool gradients_reach(const Node& n) {
+  const detail::GraphReadLock lock;
   std::vector<const Node*> stack{&n};
   std::unordered_set<const Node*> seen{&n};
   while (!stack.empty()) {

@@ -188,6 +188,7 @@ void Tensor::backward() const {
     auto leaf = std::make_shared<detail::Node>(detail::Op::store, total->dtype, total->shape,
                                                std::vector<detail::NodePtr>{});
     detail::set_host_values(*leaf, detail::host_buffer(*total));
+    leaf->home = total->home;  // a gradient stays on its variable's device
     variables[i].node()->grad = std::move(leaf);
   }
 }

@@ -1,6 +1,6 @@
-// Anomaly mode: after an evaluation, a target holding NaN or infinity sends a search down its
-// graph, computing each op again with the reference executor in dependency order until one turns
-// finite inputs into values that are not.
+// Anomaly mode: after an evaluation, a target holding NaN sends a search down its graph,
+// computing each op again with the reference executor in dependency order until one turns inputs
+// without NaN into values with it.
 #include "kiln/anomaly.hpp"
 
 #include <atomic>
@@ -34,14 +34,16 @@ namespace detail {
 
 namespace {
 
-bool finite(const Node& n) {
+// Whether the node's values hold no NaN. Infinities are not anomalies: masks hold -inf on
+// purpose (attention's), and PyTorch's anomaly mode looks for NaN too.
+bool clean(const Node& n) {
   if (n.is_view() || !has_values(n) || !(is_float(n.dtype) || is_complex(n.dtype))) return true;
   const Buffer& b = host_values(n);
   for (std::int64_t i = 0; i < b.numel(); ++i) {
     if (is_complex(n.dtype)) {
       const auto v = b.get<std::complex<double>>(i);
-      if (!std::isfinite(v.real()) || !std::isfinite(v.imag())) return false;
-    } else if (!std::isfinite(b.get<double>(i))) {
+      if (std::isnan(v.real()) || std::isnan(v.imag())) return false;
+    } else if (std::isnan(b.get<double>(i))) {
       return false;
     }
   }
@@ -74,9 +76,9 @@ std::vector<Node*> in_dependency_order(Node* target) {
 [[noreturn]] void report(const Node& culprit, const Node& target) {
   std::string what = "detect_anomaly: ";
   if (culprit.inputs.empty()) {
-    what += "the input " + described(culprit) + " holds NaN or infinity";
+    what += "the input " + described(culprit) + " holds NaN";
   } else {
-    what += described(culprit) + " computed NaN or infinity from finite inputs";
+    what += described(culprit) + " computed NaN from inputs without NaN";
     const char* separator = " ";
     for (const NodePtr& in : culprit.inputs) {
       what += separator + std::string(dtype_name(in->dtype)) + " " + shape_to_string(in->shape);
@@ -92,17 +94,20 @@ std::vector<Node*> in_dependency_order(Node* target) {
 
 void check_for_anomalies(std::span<Node* const> evaluated) {
   for (Node* target : evaluated) {
-    if (finite(*target)) continue;
+    // A view's values are those of the node below it that holds a buffer.
+    Node* holder = target;
+    while (holder->is_view() && holder->view_base) holder = holder->view_base.get();
+    if (clean(*holder)) continue;
     const std::shared_ptr<Executor> oracle = reference_executor();
-    for (Node* n : in_dependency_order(target)) {
+    for (Node* n : in_dependency_order(holder)) {
       if (n->is_view()) continue;  // rearranges values, makes none
       if (!has_values(*n)) {
         Node* one[] = {n};
         oracle->execute(one);
       }
-      if (!finite(*n)) report(*n, *target);
+      if (!clean(*n)) report(*n, *target);
     }
-    report(*target, *target);  // not found again below: the target itself
+    report(*holder, *target);  // not found again below: the holder itself
   }
 }
 

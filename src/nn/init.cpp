@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "graph/node.hpp"
 #include "kiln/nn.hpp"
 #include "kiln/ops.hpp"
 
@@ -123,7 +124,9 @@ DType Parameter::dtype() const { return value().dtype(); }
 void Parameter::hold(const Tensor& pending) const { slot_->variable->set(pending); }
 
 void Parameter::store(Tensor v) const {
-  if (!is_leaf(v)) v = detach(v);
+  // A node of its own, sharing the values' memory: the value given (another parameter's, a
+  // user's tensor) is not tied to this parameter, and an in-place step leaves it alone.
+  v = detach(v);
   if (!slot_->buffer) v.watch();
   slot_->current().zero_grad();
   slot_->variable->set(v);
@@ -141,8 +144,14 @@ void Parameter::check_shape(const Tensor& value, const char* op) const {
 
 Tensor Parameter::on_own_device(const Tensor& value) const {
   const Tensor& now = slot_->current();
-  if (!now.is_placed() || (value.is_placed() && value.device() == now.device())) return value;
-  return value.detach().to(now.device());
+  if (now.is_placed()) {
+    if (value.is_placed() && value.device() == now.device()) return value;
+    return value.detach().to(now.device());
+  }
+  if (!value.is_placed()) return value;
+  Tensor unplaced = value.detach();  // a new leaf of the same values, on no device
+  unplaced.node()->home.reset();
+  return unplaced;
 }
 
 void Parameter::set(const Tensor& value) const {
