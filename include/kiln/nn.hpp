@@ -821,10 +821,17 @@ class RecurrentBase : public Module {
   Tensor dropped_between_layers(const Tensor& y, std::int64_t layer);
   /// 2 when bidirectional, else 1; layers_[k * directions() + d] is layer k's direction d.
   std::int64_t directions() const { return options_.bidirectional ? 2 : 1; }
-  /// The steps of `projected` ([L, ...]) in the order direction d visits them, and that
-  /// direction's outputs (one per step, in that order) as [L, ...] in time order.
-  static std::vector<Tensor> steps_of(const Tensor& projected, std::int64_t d);
-  static Tensor in_time_order(std::vector<Tensor> outputs, std::int64_t d);
+  struct Layer;
+  /// Advances one direction's states (the first is h, its output) by one step, given the step's
+  /// input projection (x_t W_ih^T + b_ih).
+  using Step = std::function<void(const Layer& layer, const Tensor& projected,
+                                  std::vector<Tensor>& states)>;
+  /// Runs every layer and direction over `input` [L, N, in] from the initial states (each
+  /// [layers * directions, N, H]); returns the last layer's output [L, N, directions * H] and the
+  /// final states, stacked as the initial ones.
+  std::pair<Tensor, std::vector<Tensor>> run_layers(Tensor input,
+                                                    const std::vector<Tensor>& initial,
+                                                    const Step& step);
   std::string describe_as(const char* kind) const;
 
   const char* kind_;

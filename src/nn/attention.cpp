@@ -1,4 +1,4 @@
-// MultiheadAttention and TransformerEncoderLayer, with PyTorch's parameter names and layouts.
+// MultiheadAttention, with PyTorch's parameter names and layouts.
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -144,66 +144,6 @@ std::string MultiheadAttention::describe() const {
   std::ostringstream s;
   s << "MultiheadAttention(" << embed_ << ", " << heads_ << " heads"
     << (batch_first_ ? ", batch_first" : "") << ", dropout " << dropout_ << ")";
-  return s.str();
-}
-
-// ---- TransformerEncoderLayer
-// ---------------------------------------------------------------------
-
-TransformerEncoderLayer::TransformerEncoderLayer(std::int64_t d_model, std::int64_t nhead,
-                                                 TransformerEncoderLayerOptions options)
-    : d_model_(d_model), nhead_(nhead), options_(std::move(options)) {
-  require(options_.activation == "relu" || options_.activation == "gelu", ErrorCode::invalid_select,
-          "nn::TransformerEncoderLayer: activation must be \"relu\" or \"gelu\", got \"" +
-              options_.activation + "\"");
-  require_positive("TransformerEncoderLayer", "dim_feedforward", options_.dim_feedforward);
-  // Registered in PyTorch's order, so that parameters list and save as PyTorch's do.
-  self_attn_ = std::make_shared<MultiheadAttention>(d_model, nhead, options_.dropout, true,
-                                                    options_.batch_first);
-  linear1_ = std::make_shared<Linear>(d_model, options_.dim_feedforward);
-  dropout_ = std::make_shared<Dropout>(options_.dropout);
-  linear2_ = std::make_shared<Linear>(options_.dim_feedforward, d_model);
-  norm1_ = std::make_shared<LayerNorm>(Shape{d_model}, options_.layer_norm_eps);
-  norm2_ = std::make_shared<LayerNorm>(Shape{d_model}, options_.layer_norm_eps);
-  dropout1_ = std::make_shared<Dropout>(options_.dropout);
-  dropout2_ = std::make_shared<Dropout>(options_.dropout);
-  register_module("self_attn", self_attn_);
-  register_module("linear1", linear1_);
-  register_module("dropout", dropout_);
-  register_module("linear2", linear2_);
-  register_module("norm1", norm1_);
-  register_module("norm2", norm2_);
-  register_module("dropout1", dropout1_);
-  register_module("dropout2", dropout2_);
-}
-
-Tensor TransformerEncoderLayer::self_attention_block(const Tensor& x, const AttentionMasks& masks) {
-  return (*dropout1_)(self_attn_->forward(x, x, x, masks).output);
-}
-
-Tensor TransformerEncoderLayer::feed_forward_block(const Tensor& x) {
-  const Tensor h = (*linear1_)(x);
-  const Tensor a = options_.activation == "gelu" ? gelu(h) : relu(h);
-  return (*dropout2_)((*linear2_)((*dropout_)(a)));
-}
-
-Tensor TransformerEncoderLayer::forward(const Tensor& src) { return forward(src, {}); }
-
-Tensor TransformerEncoderLayer::forward(const Tensor& src, const AttentionMasks& masks) {
-  Tensor x = src;
-  if (options_.norm_first) {
-    x = x + self_attention_block((*norm1_)(x), masks);
-    return x + feed_forward_block((*norm2_)(x));
-  }
-  x = (*norm1_)(x + self_attention_block(x, masks));
-  return (*norm2_)(x + feed_forward_block(x));
-}
-
-std::string TransformerEncoderLayer::describe() const {
-  std::ostringstream s;
-  s << "TransformerEncoderLayer(d_model " << d_model_ << ", " << nhead_ << " heads, feed-forward "
-    << options_.dim_feedforward << ", " << options_.activation
-    << (options_.norm_first ? ", norm first" : "") << ")";
   return s.str();
 }
 

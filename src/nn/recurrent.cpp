@@ -83,17 +83,6 @@ Tensor RecurrentBase::dropped_between_layers(const Tensor& y, std::int64_t layer
   return dropout(y, options_.dropout, next_seed());  // scaled by 1 / (1 - p)
 }
 
-std::vector<Tensor> RecurrentBase::steps_of(const Tensor& projected, std::int64_t d) {
-  std::vector<Tensor> steps = unbind(projected, 0);
-  if (d == 1) std::reverse(steps.begin(), steps.end());
-  return steps;
-}
-
-Tensor RecurrentBase::in_time_order(std::vector<Tensor> outputs, std::int64_t d) {
-  if (d == 1) std::reverse(outputs.begin(), outputs.end());
-  return stack(outputs, 0);
-}
-
 std::string RecurrentBase::describe_as(const char* kind) const {
   std::ostringstream s;
   s << kind << "(" << input_ << " -> " << hidden_ << ", " << options_.num_layers
@@ -123,6 +112,38 @@ Tensor unbatched_state(const Tensor& s, bool unbatched) { return unbatched ? s.s
 
 }  // namespace
 
+std::pair<Tensor, std::vector<Tensor>> RecurrentBase::run_layers(
+    Tensor input, const std::vector<Tensor>& initial, const Step& step) {
+  std::vector<std::vector<Tensor>> starts;  // per state, per layer and direction
+  for (const Tensor& s : initial) starts.push_back(unbind(s, 0));
+  std::vector<std::vector<Tensor>> finals(initial.size());
+  for (std::int64_t k = 0; k < options_.num_layers; ++k) {
+    std::vector<Tensor> directions_out;
+    for (std::int64_t d = 0; d < directions(); ++d) {
+      const std::size_t i = static_cast<std::size_t>(k * directions() + d);
+      const Layer& layer = layers_[i];
+      std::vector<Tensor> states;
+      for (const std::vector<Tensor>& s : starts) states.push_back(s[i]);
+      // The reverse direction visits the steps from the last; its outputs go back in time order.
+      std::vector<Tensor> steps = unbind(input_projection(input, layer.w_ih, layer.b_ih), 0);
+      if (d == 1) std::reverse(steps.begin(), steps.end());
+      std::vector<Tensor> outputs;
+      for (const Tensor& xt : steps) {
+        step(layer, xt, states);
+        outputs.push_back(states[0]);
+      }
+      if (d == 1) std::reverse(outputs.begin(), outputs.end());
+      directions_out.push_back(stack(outputs, 0));
+      for (std::size_t s = 0; s < states.size(); ++s) finals[s].push_back(states[s]);
+    }
+    const Tensor y = directions_out.size() == 1 ? directions_out[0] : concat(directions_out, 2);
+    input = dropped_between_layers(y, k);
+  }
+  std::vector<Tensor> stacked;
+  for (const std::vector<Tensor>& f : finals) stacked.push_back(stack(f, 0));
+  return {input, stacked};
+}
+
 // ---- LSTM
 // -------------------------------------------------------------------------------------------
 
@@ -133,38 +154,21 @@ Tensor LSTM::forward(const Tensor& x) { return forward(x, LSTMState{}).output; }
 
 LSTMOutput LSTM::forward(const Tensor& x, const LSTMState& state) {
   bool unbatched = false;
-  Tensor input = sequence_first(x, unbatched);
+  const Tensor input = sequence_first(x, unbatched);
   const std::int64_t batch = input.size(1);
   const DType dtype = is_float(x.dtype()) ? x.dtype() : DType::f32;
-  const Tensor h0 = initial_state(state.h, "h", batch, unbatched, dtype);
-  const Tensor c0 = initial_state(state.c, "c", batch, unbatched, dtype);
-  const std::vector<Tensor> h_init = unbind(h0, 0);
-  const std::vector<Tensor> c_init = unbind(c0, 0);
-  std::vector<Tensor> hn, cn;
-  for (std::int64_t k = 0; k < options_.num_layers; ++k) {
-    std::vector<Tensor> directions_out;
-    for (std::int64_t d = 0; d < directions(); ++d) {
-      const std::size_t i = static_cast<std::size_t>(k * directions() + d);
-      const Layer& layer = layers_[i];
-      Tensor h = h_init[i];
-      Tensor c = c_init[i];
-      std::vector<Tensor> outputs;
-      for (const Tensor& xt : steps_of(input_projection(input, layer.w_ih, layer.b_ih), d)) {
+  const auto [output, states] = run_layers(
+      input,
+      {initial_state(state.h, "h", batch, unbatched, dtype),
+       initial_state(state.c, "c", batch, unbatched, dtype)},
+      [](const Layer& layer, const Tensor& xt, std::vector<Tensor>& hc) {
         const std::vector<Tensor> g =
-            chunk(xt + recurrent_product(h, layer.w_hh, layer.b_hh), 4, 1);
-        c = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
-        h = sigmoid(g[3]) * tanh(c);
-        outputs.push_back(h);
-      }
-      directions_out.push_back(in_time_order(std::move(outputs), d));
-      hn.push_back(h);
-      cn.push_back(c);
-    }
-    const Tensor y = directions_out.size() == 1 ? directions_out[0] : concat(directions_out, 2);
-    input = dropped_between_layers(y, k);
-  }
-  return {restore_layout(input, unbatched),
-          {unbatched_state(stack(hn, 0), unbatched), unbatched_state(stack(cn, 0), unbatched)}};
+            chunk(xt + recurrent_product(hc[0], layer.w_hh, layer.b_hh), 4, 1);
+        hc[1] = sigmoid(g[1]) * hc[1] + sigmoid(g[0]) * tanh(g[2]);
+        hc[0] = sigmoid(g[3]) * tanh(hc[1]);
+      });
+  return {restore_layout(output, unbatched),
+          {unbatched_state(states[0], unbatched), unbatched_state(states[1], unbatched)}};
 }
 
 std::string LSTM::describe() const { return describe_as("LSTM"); }
@@ -179,34 +183,19 @@ Tensor GRU::forward(const Tensor& x) { return forward(x, Tensor()).output; }
 
 GRUOutput GRU::forward(const Tensor& x, const Tensor& h0_given) {
   bool unbatched = false;
-  Tensor input = sequence_first(x, unbatched);
+  const Tensor input = sequence_first(x, unbatched);
   const DType dtype = is_float(x.dtype()) ? x.dtype() : DType::f32;
-  const Tensor h0 = initial_state(h0_given, "h", input.size(1), unbatched, dtype);
-  const std::vector<Tensor> h_init = unbind(h0, 0);
-  std::vector<Tensor> hn;
-  for (std::int64_t k = 0; k < options_.num_layers; ++k) {
-    std::vector<Tensor> directions_out;
-    for (std::int64_t d = 0; d < directions(); ++d) {
-      const std::size_t i = static_cast<std::size_t>(k * directions() + d);
-      const Layer& layer = layers_[i];
-      Tensor h = h_init[i];
-      std::vector<Tensor> outputs;
-      for (const Tensor& xt : steps_of(input_projection(input, layer.w_ih, layer.b_ih), d)) {
+  const auto [output, states] = run_layers(
+      input, {initial_state(h0_given, "h", input.size(1), unbatched, dtype)},
+      [](const Layer& layer, const Tensor& xt, std::vector<Tensor>& h) {
         const std::vector<Tensor> gx = chunk(xt, 3, 1);
-        const std::vector<Tensor> gh = chunk(recurrent_product(h, layer.w_hh, layer.b_hh), 3, 1);
+        const std::vector<Tensor> gh = chunk(recurrent_product(h[0], layer.w_hh, layer.b_hh), 3, 1);
         const Tensor r = sigmoid(gx[0] + gh[0]);
         const Tensor z = sigmoid(gx[1] + gh[1]);
         const Tensor n = tanh(gx[2] + r * gh[2]);
-        h = (1.0f - z) * n + z * h;
-        outputs.push_back(h);
-      }
-      directions_out.push_back(in_time_order(std::move(outputs), d));
-      hn.push_back(h);
-    }
-    const Tensor y = directions_out.size() == 1 ? directions_out[0] : concat(directions_out, 2);
-    input = dropped_between_layers(y, k);
-  }
-  return {restore_layout(input, unbatched), unbatched_state(stack(hn, 0), unbatched)};
+        h[0] = (1.0f - z) * n + z * h[0];
+      });
+  return {restore_layout(output, unbatched), unbatched_state(states[0], unbatched)};
 }
 
 std::string GRU::describe() const { return describe_as("GRU"); }

@@ -1,9 +1,10 @@
-// TransformerEncoder and TransformerDecoder (stacks of layers), TransformerDecoderLayer and
-// Transformer, with PyTorch's parameter names and its order of blocks.
+// The Transformer's layers (encoder and decoder layers, their stacks, and Transformer), with
+// PyTorch's parameter names and its order of blocks.
 #include <sstream>
 
 #include "kiln/activations.hpp"
 #include "kiln/nn.hpp"
+#include "kiln/ops.hpp"
 #include "nn/checks.hpp"
 
 namespace kiln::nn {
@@ -12,13 +13,107 @@ using checks::require;
 using checks::require_positive;
 
 namespace {
-// `layer` takes `first`'s parameter values, as PyTorch's stacks copy one layer.
-void copy_parameters(const Module& first, const Module& layer) {
-  const auto from = first.named_parameters();
-  const auto to = layer.named_parameters();
-  for (std::size_t p = 0; p < to.size(); ++p) to[p].second.copy_(from[p].second.value());
+
+void check_layer_options(const char* layer, const TransformerEncoderLayerOptions& options) {
+  require(options.activation == "relu" || options.activation == "gelu", ErrorCode::invalid_select,
+          std::string("nn::") + layer + ": activation must be \"relu\" or \"gelu\", got \"" +
+              options.activation + "\"");
+  require_positive(layer, "dim_feedforward", options.dim_feedforward);
 }
+
+// linear2(dropout(activation(linear1(x)))), the feed-forward block of every layer.
+Tensor feed_forward(const Tensor& x, Linear& linear1, Dropout& dropout, Linear& linear2,
+                    const std::string& activation) {
+  const Tensor h = linear1(x);
+  return linear2(dropout(activation == "gelu" ? gelu(h) : relu(h)));
+}
+
+// num_layers layers made by `make`, each starting with the first one's values as PyTorch's
+// stacks copy one layer, in a ModuleList (names layers.{i}.*) and in `layers`.
+template <class Layer, class Make>
+std::shared_ptr<ModuleList> stack_of(const char* kind, std::int64_t num_layers, const Make& make,
+                                     std::vector<std::shared_ptr<Layer>>& layers) {
+  require_positive(kind, "num_layers", num_layers);
+  auto list = std::make_shared<ModuleList>();
+  for (std::int64_t i = 0; i < num_layers; ++i) {
+    std::shared_ptr<Layer> layer = make();
+    if (i > 0) {
+      const auto from = layers.front()->named_parameters();
+      const auto to = layer->named_parameters();
+      for (std::size_t p = 0; p < to.size(); ++p) to[p].second.copy_(from[p].second.value());
+    }
+    list->push_back(layer);
+    layers.push_back(std::move(layer));
+  }
+  return list;
+}
+
+std::string describe_layer(const char* kind, std::int64_t d_model, std::int64_t nhead,
+                           const TransformerEncoderLayerOptions& options) {
+  std::ostringstream s;
+  s << kind << "(d_model " << d_model << ", " << nhead << " heads, feed-forward "
+    << options.dim_feedforward << ", " << options.activation
+    << (options.norm_first ? ", norm first" : "") << ")";
+  return s.str();
+}
+
+std::string describe_stack(const char* kind, std::size_t layers, bool final_norm) {
+  return std::string(kind) + "(" + std::to_string(layers) + " layers" +
+         (final_norm ? ", final norm" : "") + ")";
+}
+
 }  // namespace
+
+// ---- TransformerEncoderLayer
+// ---------------------------------------------------------------------
+
+TransformerEncoderLayer::TransformerEncoderLayer(std::int64_t d_model, std::int64_t nhead,
+                                                 TransformerEncoderLayerOptions options)
+    : d_model_(d_model), nhead_(nhead), options_(std::move(options)) {
+  check_layer_options("TransformerEncoderLayer", options_);
+  // Registered in PyTorch's order, so that parameters list and save as PyTorch's do.
+  self_attn_ = std::make_shared<MultiheadAttention>(d_model, nhead, options_.dropout, true,
+                                                    options_.batch_first);
+  linear1_ = std::make_shared<Linear>(d_model, options_.dim_feedforward);
+  dropout_ = std::make_shared<Dropout>(options_.dropout);
+  linear2_ = std::make_shared<Linear>(options_.dim_feedforward, d_model);
+  norm1_ = std::make_shared<LayerNorm>(Shape{d_model}, options_.layer_norm_eps);
+  norm2_ = std::make_shared<LayerNorm>(Shape{d_model}, options_.layer_norm_eps);
+  dropout1_ = std::make_shared<Dropout>(options_.dropout);
+  dropout2_ = std::make_shared<Dropout>(options_.dropout);
+  register_module("self_attn", self_attn_);
+  register_module("linear1", linear1_);
+  register_module("dropout", dropout_);
+  register_module("linear2", linear2_);
+  register_module("norm1", norm1_);
+  register_module("norm2", norm2_);
+  register_module("dropout1", dropout1_);
+  register_module("dropout2", dropout2_);
+}
+
+Tensor TransformerEncoderLayer::self_attention_block(const Tensor& x, const AttentionMasks& masks) {
+  return (*dropout1_)(self_attn_->forward(x, x, x, masks).output);
+}
+
+Tensor TransformerEncoderLayer::feed_forward_block(const Tensor& x) {
+  return (*dropout2_)(feed_forward(x, *linear1_, *dropout_, *linear2_, options_.activation));
+}
+
+Tensor TransformerEncoderLayer::forward(const Tensor& src) { return forward(src, {}); }
+
+Tensor TransformerEncoderLayer::forward(const Tensor& src, const AttentionMasks& masks) {
+  Tensor x = src;
+  if (options_.norm_first) {
+    x = x + self_attention_block((*norm1_)(x), masks);
+    return x + feed_forward_block((*norm2_)(x));
+  }
+  x = (*norm1_)(x + self_attention_block(x, masks));
+  return (*norm2_)(x + feed_forward_block(x));
+}
+
+std::string TransformerEncoderLayer::describe() const {
+  return describe_layer("TransformerEncoderLayer", d_model_, nhead_, options_);
+}
 
 // ---- TransformerEncoder
 // --------------------------------------------------------------------------
@@ -26,15 +121,13 @@ void copy_parameters(const Module& first, const Module& layer) {
 TransformerEncoder::TransformerEncoder(std::int64_t d_model, std::int64_t nhead,
                                        std::int64_t num_layers,
                                        TransformerEncoderLayerOptions options, bool final_norm) {
-  require_positive("TransformerEncoder", "num_layers", num_layers);
-  auto list = std::make_shared<ModuleList>();
-  register_module("layers", list);
-  for (std::int64_t i = 0; i < num_layers; ++i) {
-    auto layer = std::make_shared<TransformerEncoderLayer>(d_model, nhead, options);
-    if (i > 0) copy_parameters(*layers_.front(), *layer);  // PyTorch copies one layer
-    list->push_back(layer);
-    layers_.push_back(std::move(layer));
-  }
+  register_module("layers", stack_of(
+                                "TransformerEncoder", num_layers,
+                                [&] {
+                                  return std::make_shared<TransformerEncoderLayer>(d_model, nhead,
+                                                                                   options);
+                                },
+                                layers_));
   if (final_norm) {
     norm_ = std::make_shared<LayerNorm>(Shape{d_model}, options.layer_norm_eps);
     register_module("norm", norm_);
@@ -50,10 +143,7 @@ Tensor TransformerEncoder::forward(const Tensor& src, const AttentionMasks& mask
 }
 
 std::string TransformerEncoder::describe() const {
-  std::ostringstream s;
-  s << "TransformerEncoder(" << layers_.size() << " layers" << (norm_ ? ", final norm" : "")
-    << ")";
-  return s.str();
+  return describe_stack("TransformerEncoder", layers_.size(), norm_ != nullptr);
 }
 
 // ---- TransformerDecoderLayer
@@ -62,10 +152,7 @@ std::string TransformerEncoder::describe() const {
 TransformerDecoderLayer::TransformerDecoderLayer(std::int64_t d_model, std::int64_t nhead,
                                                  TransformerDecoderLayerOptions options)
     : d_model_(d_model), nhead_(nhead), options_(std::move(options)) {
-  require(options_.activation == "relu" || options_.activation == "gelu", ErrorCode::invalid_select,
-          "nn::TransformerDecoderLayer: activation must be \"relu\" or \"gelu\", got \"" +
-              options_.activation + "\"");
-  require_positive("TransformerDecoderLayer", "dim_feedforward", options_.dim_feedforward);
+  check_layer_options("TransformerDecoderLayer", options_);
   // Registered in PyTorch's order, so that parameters list and save as PyTorch's do.
   self_attn_ = std::make_shared<MultiheadAttention>(d_model, nhead, options_.dropout, true,
                                                     options_.batch_first);
@@ -100,9 +187,7 @@ Tensor TransformerDecoderLayer::forward(const Tensor&) {
 }
 
 Tensor TransformerDecoderLayer::feed_forward_block(const Tensor& x) {
-  const Tensor h = (*linear1_)(x);
-  const Tensor a = options_.activation == "gelu" ? gelu(h) : relu(h);
-  return (*dropout3_)((*linear2_)((*dropout_)(a)));
+  return (*dropout3_)(feed_forward(x, *linear1_, *dropout_, *linear2_, options_.activation));
 }
 
 Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
@@ -126,11 +211,7 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
 }
 
 std::string TransformerDecoderLayer::describe() const {
-  std::ostringstream s;
-  s << "TransformerDecoderLayer(d_model " << d_model_ << ", " << nhead_ << " heads, feed-forward "
-    << options_.dim_feedforward << ", " << options_.activation
-    << (options_.norm_first ? ", norm first" : "") << ")";
-  return s.str();
+  return describe_layer("TransformerDecoderLayer", d_model_, nhead_, options_);
 }
 
 // ---- TransformerDecoder
@@ -139,15 +220,13 @@ std::string TransformerDecoderLayer::describe() const {
 TransformerDecoder::TransformerDecoder(std::int64_t d_model, std::int64_t nhead,
                                        std::int64_t num_layers,
                                        TransformerDecoderLayerOptions options, bool final_norm) {
-  require_positive("TransformerDecoder", "num_layers", num_layers);
-  auto list = std::make_shared<ModuleList>();
-  register_module("layers", list);
-  for (std::int64_t i = 0; i < num_layers; ++i) {
-    auto layer = std::make_shared<TransformerDecoderLayer>(d_model, nhead, options);
-    if (i > 0) copy_parameters(*layers_.front(), *layer);
-    list->push_back(layer);
-    layers_.push_back(std::move(layer));
-  }
+  register_module("layers", stack_of(
+                                "TransformerDecoder", num_layers,
+                                [&] {
+                                  return std::make_shared<TransformerDecoderLayer>(d_model, nhead,
+                                                                                   options);
+                                },
+                                layers_));
   if (final_norm) {
     norm_ = std::make_shared<LayerNorm>(Shape{d_model}, options.layer_norm_eps);
     register_module("norm", norm_);
@@ -169,10 +248,7 @@ Tensor TransformerDecoder::forward(const Tensor& tgt, const Tensor& memory,
 }
 
 std::string TransformerDecoder::describe() const {
-  std::ostringstream s;
-  s << "TransformerDecoder(" << layers_.size() << " layers" << (norm_ ? ", final norm" : "")
-    << ")";
-  return s.str();
+  return describe_stack("TransformerDecoder", layers_.size(), norm_ != nullptr);
 }
 
 // ---- Transformer
