@@ -161,7 +161,7 @@ TEST(NnPyTorchLayers, TransformerOfAnEncoderAndADecoder) {
   EXPECT_EQ(n[26], "decoder.layers.0.self_attn.in_proj_weight");
   EXPECT_EQ(n.back(), "decoder.norm.bias");
   // Matrices start from Xavier's uniform bound, as PyTorch's _reset_parameters draws them.
-  const nn::Parameter& in_proj = transformer.named_parameters()[0].second;
+  const nn::Parameter in_proj = transformer.named_parameters()[0].second;
   const double bound = std::sqrt(6.0 / (12 + 4));
   const std::vector<float> w = in_proj.value().to_vector<float>();
   EXPECT_LE(*std::max_element(w.begin(), w.end()), bound);

@@ -155,7 +155,7 @@ Function compile(const std::vector<Tensor>& inputs, const std::vector<Tensor>& o
     std::shared_ptr<Executor> placed;
     auto follow = [&placed](const Tensor& t) {
       if (!t.defined() || !t.is_placed()) return;
-      const std::shared_ptr<Executor>& home = t.device().executor();
+      const std::shared_ptr<Executor> home = t.device().executor();
       if (placed != nullptr && placed != home)
         fail(ErrorCode::device_error, "outputs live on different devices (" +
                                           std::string(placed->name()) + " and " +
