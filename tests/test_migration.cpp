@@ -256,6 +256,11 @@ std::vector<Row> migration_rows(const Tensor& x, const Tensor& m, const Tensor& 
     // 0..23 are exact in bf16 (8 significant bits).
     expect_tensor(x.to(kiln::DType::bf16), DType::bf16, {2, 3, 4}, iota(24));
   });
+  ROW(x.to(kiln::DType::u8), {
+    const Tensor b = x.to(kiln::DType::u8);
+    expect_tensor(b, DType::u8, {2, 3, 4}, iota(24));
+    expect_tensor(kiln::sum(b), DType::i64, {}, {276});
+  });
   ROW(x.to(kiln::DType::c64), {
     const Tensor z = x.to(kiln::DType::c64);
     EXPECT_EQ(z.dtype(), DType::c64);

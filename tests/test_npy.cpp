@@ -47,8 +47,9 @@ TEST(Npy, FilesNumpyWroteLoadExactly) {
   EXPECT_EQ(scalar.shape(), kiln::Shape{});
   EXPECT_EQ(scalar.item<std::int64_t>(), -7);
   const Tensor u1 = fixture("u1_image");
-  EXPECT_EQ(u1.dtype(), DType::i32);
+  EXPECT_EQ(u1.dtype(), DType::u8);
   EXPECT_EQ(u1.to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 128, 255}));
+  EXPECT_EQ(fixture("i2_negative").dtype(), DType::i16);
   EXPECT_EQ(fixture("i2_negative").to_vector<std::int32_t>(),
             (std::vector<std::int32_t>{-32768, -1, 32767}));
   EXPECT_EQ(fixture("b1").dtype(), kiln::DType::boolean);

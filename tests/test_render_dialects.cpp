@@ -173,8 +173,8 @@ Tensor indices(std::vector<std::int64_t> v, kiln::Shape shape) {
   return Tensor::from(v, shape);
 }
 
-constexpr DType kTypes[] = {DType::f32,  DType::f64, DType::i32,    DType::i64,
-                            DType::f16,  DType::bf16, DType::boolean};
+constexpr DType kTypes[] = {DType::f32,  DType::f64, DType::i32,     DType::i64, DType::f16,
+                            DType::bf16, DType::u8,  DType::i8,      DType::i16, DType::boolean};
 
 // The graphs: every registry row, every conversion, then each kernel family.
 std::vector<std::function<Tensor()>> graphs() {

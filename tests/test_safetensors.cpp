@@ -134,10 +134,10 @@ TEST(Safetensors, NarrowerDtypesAreWidenedExactly) {
       // 1, -448 (largest), 2^-9 (smallest subnormal), 0.875 * 2^-6 (largest subnormal), NaN
       {"F8_E4M3", 1, {0x38, 0xFE, 0x01, 0x07, 0x7F}, DType::f32,
        {1, -448, 0x1p-9, 0.875 * 0x1p-6, nan}},
-      {"I8", 1, {0x80, 0x7F, 0xFF}, DType::i32, {-128, 127, -1}},
-      {"U8", 1, {0xFF, 0x00}, DType::i32, {255, 0}},
+      {"I8", 1, {0x80, 0x7F, 0xFF}, DType::i8, {-128, 127, -1}},
+      {"U8", 1, {0xFF, 0x00}, DType::u8, {255, 0}},
       {"BOOL", 1, {0x01, 0x00, 0x02}, DType::boolean, {1, 0, 1}},
-      {"I16", 2, {0x8000, 0x7FFF}, DType::i32, {-32768, 32767}},
+      {"I16", 2, {0x8000, 0x7FFF}, DType::i16, {-32768, 32767}},
       {"U16", 2, {0xFFFF}, DType::i32, {65535}},
       {"U32", 4, {0xFFFFFFFFu, 7}, DType::i64, {4294967295.0, 7}},
   };

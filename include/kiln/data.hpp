@@ -43,9 +43,9 @@ Tensor read_idx_images(const std::string& path);
 Tensor read_idx_labels(const std::string& path);
 
 /// NumPy's .npy files (numpy.save / numpy.load). Reading takes format versions 1 to 3, C and
-/// Fortran order, either byte order, and the dtypes f2, f4, f8, i4, i8, b1 (as kiln's f16, f32,
-/// f64, i32, i64, bool), and i1, u1, i2, u2 (as i32) and u4 (as i64), values converted exactly;
-/// u8 as i64 when every value fits. Anything else (object arrays, structured dtypes, complex) is
+/// Fortran order, either byte order, and the dtypes f2, f4, f8, i1, u1, i2, i4, i8, b1 (as
+/// kiln's f16, f32, f64, i8, u8, i16, i32, i64, bool), and u2 (as i32) and u4 (as i64), values
+/// converted exactly; u8 as i64 when every value fits. Anything else (object arrays, structured dtypes, complex) is
 /// wrong_type; a damaged file (bad magic, header, or a size that does not match the shape) is
 /// io_error; both name the file. save_npy writes version 1.0, C order, little-endian (a bf16
 /// tensor, for which NumPy has no dtype, is wrong_type).

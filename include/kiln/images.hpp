@@ -45,7 +45,9 @@ Tensor decode_image(std::span<const std::byte> bytes, const std::string& source 
 enum class ImageFormat { png, jpeg, bmp };
 
 /// Writes `image` ([height, width, channels] with 1-4 channels, or [height, width]: grey) of any
-/// real type, its values clamped to [0, 1] (NaN to 0) and rounded to 8 bits. PNG (libpng) is
+/// real type, its values clamped to [0, 1] (NaN to 0) and rounded to 8 bits; a u8 image's values
+/// are the bytes written, as they are (an 8-bit file read back is `round(read_image(p) * 255)`
+/// converted to u8). PNG (libpng) is
 /// lossless; JPEG (libjpeg-turbo, `jpeg_quality` 1-100, 4:4:4 above 90) drops alpha; BMP stores
 /// RGB (grey expanded) or RGBA. The file is replaced atomically; a failed write is io_error and
 /// leaves the old file whole. A bad shape is illegal_dimensionality/illegal_dimension.

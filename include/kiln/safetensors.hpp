@@ -3,10 +3,9 @@
 /// an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and
 /// byte range, then the tensors' bytes, row-major and little-endian.
 ///
-/// kiln writes the dtypes it has (F32, F64, I32, I64; floats also as F16 or BF16, see
-/// StoredFloats) and reads every dtype of the format: its
-/// own as they are, the narrower ones widened without loss (F16, BF16, F8_E4M3, F8_E5M2 to f32;
-/// I8, U8, I16, U16, BOOL to i32; U32, U64 to i64). A file is checked whole before anything is
+/// kiln writes the dtypes it has (F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL, C64; floats
+/// also as F16 or BF16, see StoredFloats) and reads every dtype of the format: its own as they
+/// are, the others widened without loss (F8_E4M3, F8_E5M2 to f32; U16 to i32; U32, U64 to i64). A file is checked whole before anything is
 /// returned: a damaged header, an unknown dtype, byte ranges that overlap, leave holes or run past
 /// the end, or sizes that do not match the shape each throw kiln::Error(io_error), and a U64 value
 /// larger than i64 holds throws wrong_type, naming the file, the tensor and the element.

@@ -16,6 +16,8 @@ namespace kiln {
 /// done in f32, each result rounded back to nearest, ties to even; `boolean` holds false/true in
 /// one byte, and its arithmetic is done in i32, a result being true where it is non-zero; c64 and
 /// c128 are complex numbers of two f32s and two f64s (std::complex<float>, std::complex<double>).
+/// u8, i8 and i16 are integers stored in 8 and 16 bits and computed in i32, each result wrapped to
+/// its width (two's complement), as PyTorch's uint8, int8 and int16 are.
 enum class DType : std::uint8_t {
   i32 = 0,
   i64 = 1,
@@ -25,7 +27,10 @@ enum class DType : std::uint8_t {
   bf16 = 5,
   boolean = 6,
   c64 = 7,
-  c128 = 8
+  c128 = 8,
+  u8 = 9,
+  i8 = 10,
+  i16 = 11
 };
 
 using Shape = std::vector<std::int64_t>;
@@ -44,17 +49,26 @@ constexpr DType real_type(DType t) {
 constexpr DType complex_type(DType t) {
   return t == DType::f64 || t == DType::c128 ? DType::c128 : DType::c64;
 }
-constexpr bool is_integer(DType t) { return t == DType::i32 || t == DType::i64; }
-constexpr bool is_bool(DType t) { return t == DType::boolean; }
-/// The types stored narrower than they are computed: the 16-bit floats and bool.
-constexpr bool is_narrow(DType t) { return is_narrow_float(t) || is_bool(t); }
-/// The type a kernel computes a value of type t in: f32 for the 16-bit floats, i32 for bool, t
-/// otherwise.
-constexpr DType arithmetic_type(DType t) {
-  return is_narrow_float(t) ? DType::f32 : is_bool(t) ? DType::i32 : t;
+/// The integers stored in fewer than 32 bits (u8, i8, i16).
+constexpr bool is_narrow_integer(DType t) {
+  return t == DType::u8 || t == DType::i8 || t == DType::i16;
 }
-/// The type of a binary op's result: bool < integers < 16-bit floats < f32 < f64, and f16 with
-/// bf16 is f32 (neither holds the other's values), as in PyTorch. With a complex operand the result
+constexpr bool is_integer(DType t) {
+  return t == DType::i32 || t == DType::i64 || is_narrow_integer(t);
+}
+constexpr bool is_bool(DType t) { return t == DType::boolean; }
+/// The types stored narrower than they are computed: the 16-bit floats, bool and the 8- and
+/// 16-bit integers.
+constexpr bool is_narrow(DType t) {
+  return is_narrow_float(t) || is_bool(t) || is_narrow_integer(t);
+}
+/// The type a kernel computes a value of type t in: f32 for the 16-bit floats, i32 for bool and
+/// the narrow integers, t otherwise.
+constexpr DType arithmetic_type(DType t) {
+  return is_narrow_float(t) ? DType::f32 : is_bool(t) || is_narrow_integer(t) ? DType::i32 : t;
+}
+/// The type of a binary op's result: bool < u8, i8 < i16 < i32 < i64 < 16-bit floats < f32 < f64;
+/// u8 with i8 is i16 and f16 with bf16 is f32 (neither holds the other's values), as in PyTorch. With a complex operand the result
 /// is complex, with parts of the wider precision of the two (f64 with c64 is c128, as in NumPy).
 constexpr DType promote(DType a, DType b) {
   if (is_complex(a) || is_complex(b))
@@ -64,26 +78,33 @@ constexpr DType promote(DType a, DType b) {
   constexpr auto rank = [](DType t) {
     switch (t) {
       case DType::boolean: return -1;
-      case DType::i32: return 0;
-      case DType::i64: return 1;
+      case DType::u8:
+      case DType::i8: return 0;
+      case DType::i16: return 1;
+      case DType::i32: return 2;
+      case DType::i64: return 3;
       case DType::f16:
-      case DType::bf16: return 2;
-      case DType::f32: return 3;
-      case DType::f64: return 4;
+      case DType::bf16: return 4;
+      case DType::f32: return 5;
+      case DType::f64: return 6;
       case DType::c64:
-      case DType::c128: return 5;  // handled above
+      case DType::c128: return 7;  // handled above
     }
     return 0;
   };
   if (a == b) return a;
   if (is_narrow_float(a) && is_narrow_float(b)) return DType::f32;
+  if ((a == DType::u8 && b == DType::i8) || (a == DType::i8 && b == DType::u8)) return DType::i16;
   return rank(a) < rank(b) ? b : a;
 }
 constexpr std::size_t size_of(DType t) {
   switch (t) {
-    case DType::boolean: return 1;
+    case DType::boolean:
+    case DType::u8:
+    case DType::i8: return 1;
     case DType::f16:
-    case DType::bf16: return 2;
+    case DType::bf16:
+    case DType::i16: return 2;
     case DType::i32:
     case DType::f32: return 4;
     case DType::i64:
@@ -93,7 +114,7 @@ constexpr std::size_t size_of(DType t) {
   }
   return 8;
 }
-/// "i32", "i64", "f32", "f64", "f16", "bf16", "bool", "c64", "c128"
+/// "i32", "i64", "f32", "f64", "f16", "bf16", "bool", "c64", "c128", "u8", "i8", "i16"
 const char* dtype_name(DType t);
 
 /// One IEEE binary16 value as kiln stores it (DType::f16), for reading and writing raw data
@@ -129,6 +150,9 @@ template <> struct dtype_of<double> { static constexpr DType value = DType::f64;
 template <> struct dtype_of<Half> { static constexpr DType value = DType::f16; };
 template <> struct dtype_of<BFloat16> { static constexpr DType value = DType::bf16; };
 template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
+template <> struct dtype_of<std::uint8_t> { static constexpr DType value = DType::u8; };
+template <> struct dtype_of<std::int8_t> { static constexpr DType value = DType::i8; };
+template <> struct dtype_of<std::int16_t> { static constexpr DType value = DType::i16; };
 template <> struct dtype_of<std::complex<float>> { static constexpr DType value = DType::c64; };
 template <> struct dtype_of<std::complex<double>> { static constexpr DType value = DType::c128; };
 /// `long long` is a distinct type from int64_t (= long) on LP64 Linux.
@@ -175,7 +199,9 @@ class Scalar {
 };
 
 /// Conversion between kiln types that never has undefined behaviour: float to integer
-/// truncates toward zero and saturates at the integer range; NaN becomes 0; to bool, any non-zero
+/// truncates toward zero and saturates at the integer range (for u8, i8 and i16: at i32's, then
+/// wraps to the width, as a kernel computing them in i32 does and as PyTorch does); NaN becomes 0;
+/// integer to integer wraps; to bool, any non-zero
 /// value (NaN included) is true; complex to a real type keeps the real part (as NumPy's astype),
 /// a real value becomes complex with imaginary part 0.
 template <class To, class From> constexpr To convert_value(From v) {
@@ -191,6 +217,8 @@ template <class To, class From> constexpr To convert_value(From v) {
     return v != From{0};  // NaN is true, as in C++
   } else if constexpr (std::is_floating_point_v<To> || std::is_integral_v<From>) {
     return static_cast<To>(v);
+  } else if constexpr (sizeof(To) < sizeof(std::int32_t)) {
+    return static_cast<To>(convert_value<std::int32_t>(v));
   } else {
     if (v != v) return 0;
     constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());

@@ -64,6 +64,9 @@ const char* buffer_format(DType d) {
     case DType::c128: return "Zd";
     case DType::f16: return "e";
     case DType::bf16: return nullptr;  // no format character: use DLPack or .float()
+    case DType::u8: return "B";
+    case DType::i8: return "b";
+    case DType::i16: return "h";
   }
   return nullptr;
 }
@@ -165,8 +168,8 @@ Tensor lend(const char* op, void* data, std::size_t ndim, const std::int64_t* st
   if (!d)
     fail(ErrorCode::wrong_type, op,
          "kiln has no tensors of " + describe(dtype) +
-             " (float16/32/64, bfloat16, int32/64, bool, complex64/128); convert first, or use "
-             "kiln.tensor, which copies and widens small integers");
+             " (float16/32/64, bfloat16, uint8, int8/16/32/64, bool, complex64/128); convert "
+             "first, or use kiln.tensor, which copies and widens uint16 and uint32");
   Shape shape(shape_in, shape_in + ndim);
   std::int64_t expected = 1;
   for (std::size_t i = ndim; i-- > 0;) {
@@ -238,14 +241,14 @@ nb::object empty_aligned(nb::handle shape, nb::handle dtype) {
 
 // ---- Python values as tensors ----------------------------------------------------------------
 
-// The NumPy array behind a Python value, as kiln keeps it: small integers widened to int32,
-// uint32 to int64, Python floats (not NumPy float64 arrays) to the default dtype.
+// The NumPy array behind a Python value, as kiln keeps it: uint16 widened to int32, uint32 to
+// int64, Python floats (not NumPy float64 arrays) to the default dtype.
 nb::object numpy_array_of(nb::handle value, bool from_python_lists) {
   nb::module_ np = nb::module_::import_("numpy");
   nb::object a = np.attr("asarray")(value);
   const std::string kind = nb::cast<std::string>(a.attr("dtype").attr("kind"));
   const auto bytes = nb::cast<int>(a.attr("dtype").attr("itemsize"));
-  if ((kind == "i" && bytes < 4) || (kind == "u" && bytes < 4)) a = a.attr("astype")(np.attr("int32"));
+  if (kind == "u" && bytes == 2) a = a.attr("astype")(np.attr("int32"));
   else if (kind == "u" && bytes == 4) a = a.attr("astype")(np.attr("int64"));
   else if (kind == "f" && bytes == 8 && from_python_lists) a = a.attr("astype")(np.attr("float32"));
   else if (kind == "c" && bytes == 16 && from_python_lists) a = a.attr("astype")(np.attr("complex64"));
@@ -275,6 +278,9 @@ nb::dlpack::dtype dlpack_dtype(DType d) {
     case DType::c128: return nb::dtype<std::complex<double>>();
     case DType::f16: return {static_cast<std::uint8_t>(dl::dtype_code::Float), 16, 1};
     case DType::bf16: return {static_cast<std::uint8_t>(dl::dtype_code::Bfloat), 16, 1};
+    case DType::u8: return nb::dtype<std::uint8_t>();
+    case DType::i8: return nb::dtype<std::int8_t>();
+    case DType::i16: return nb::dtype<std::int16_t>();
   }
   return nb::dtype<float>();
 }
@@ -287,6 +293,9 @@ std::optional<DType> kiln_dtype(nb::dlpack::dtype d) {
   if (c == code::Float && d.bits == 64) return DType::f64;
   if (c == code::Float && d.bits == 16) return DType::f16;
   if (c == code::Bfloat && d.bits == 16) return DType::bf16;
+  if (c == code::UInt && d.bits == 8) return DType::u8;
+  if (c == code::Int && d.bits == 8) return DType::i8;
+  if (c == code::Int && d.bits == 16) return DType::i16;
   if (c == code::Int && d.bits == 32) return DType::i32;
   if (c == code::Int && d.bits == 64) return DType::i64;
   if (c == code::Bool && d.bits == 8) return DType::boolean;
@@ -432,16 +441,20 @@ void bind_tensor(nb::module_& m) {
       .value("bool", DType::boolean)
       .value("complex64", DType::c64)
       .value("complex128", DType::c128)
+      .value("uint8", DType::u8)
+      .value("int8", DType::i8)
+      .value("int16", DType::i16)
       .def_prop_ro("itemsize", [](DType d) { return size_of(d); })
       .def_prop_ro("is_floating_point", [](DType d) { return is_float(d); })
       .def_prop_ro("is_complex", [](DType d) { return is_complex(d); });
   for (const char* name : {"int32", "int64", "float32", "float64", "float16", "bfloat16", "bool",
-                           "complex64", "complex128"})
+                           "complex64", "complex128", "uint8", "int8", "int16"})
     m.attr(name) = m.attr("dtype").attr(name);
   m.attr("float") = m.attr("float32");
   m.attr("double") = m.attr("float64");
   m.attr("half") = m.attr("float16");
   m.attr("int") = m.attr("int32");
+  m.attr("short") = m.attr("int16");
   m.attr("long") = m.attr("int64");
 
   nb::class_<Tensor> tensor(m, "Tensor", nb::type_slots(tensor_slots),
@@ -694,9 +707,8 @@ void bind_tensor(nb::module_& m) {
   m.def("tensor", [](nb::handle data, std::optional<DType> dtype) { return to_tensor(data, dtype); },
         nb::arg("data"), nb::arg("dtype") = nb::none(),
         "A new tensor holding a copy of `data`: a number, a nested list, a NumPy array or any "
-        "object NumPy can read. Python floats give float32 and ints int64, as in PyTorch; int8, "
-        "int16, uint8 and uint16 are widened to int32 and uint32 to int64 (kiln has no smaller "
-        "integer types).");
+        "object NumPy can read. Python floats give float32 and ints int64, as in PyTorch; uint16 "
+        "is widened to int32 and uint32 to int64 (kiln has no unsigned types but uint8).");
   m.def("from_numpy", &from_numpy, nb::arg("array"), nb::arg("copy") = nb::none(),
         "A tensor over a C-contiguous NumPy array's memory (as torch.from_numpy): the array stays "
         "alive while kiln needs it, and writing into it changes what unevaluated kiln graphs "

@@ -109,6 +109,23 @@ def test_torch_shares_memory_both_ways():
     assert address(np.asarray(k2)) == src.data_ptr()
 
 
+def test_narrow_integers_cross_with_their_types():
+    image = np.array([[0, 128, 255]], dtype=np.uint8)
+    k = kiln.tensor(image)
+    assert k.dtype == kiln.uint8 and k.dtype.itemsize == 1
+    assert np.asarray(k).dtype == np.uint8 and (np.asarray(k) == image).all()
+    assert memoryview(k.eval()).format == "B"
+    assert (k + 1).tolist() == [[1, 129, 0]]  # wraps, as torch.uint8
+    assert (k.to(kiln.float32) / 255).dtype == kiln.float32
+    assert kiln.tensor(np.array([-5], np.int8)).dtype == kiln.int8
+    assert kiln.tensor(np.array([-300], np.int16)).numpy().dtype == np.int16
+    torch = pytest.importorskip("torch")
+    t = torch.from_dlpack(kiln.tensor(np.array([1, 2], np.int16)).eval())
+    assert t.dtype == torch.int16 and t.tolist() == [1, 2]
+    back = kiln.from_dlpack(torch.tensor([7, 250], dtype=torch.uint8))
+    assert back.dtype == kiln.uint8 and back.tolist() == [7, 250]
+
+
 def test_jax_shares_memory_both_ways():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy

@@ -13,7 +13,8 @@ def test_creation_follows_pytorchs_dtypes():
     assert kiln.tensor([1, 2]).dtype == kiln.int64
     assert kiln.tensor([True, False]).dtype == kiln.bool
     assert kiln.tensor(np.zeros(3)).dtype == kiln.float64  # NumPy arrays keep theirs
-    assert kiln.tensor(np.zeros(3, np.uint8)).dtype == kiln.int32  # widened
+    assert kiln.tensor(np.zeros(3, np.uint8)).dtype == kiln.uint8
+    assert kiln.tensor(np.zeros(3, np.uint16)).dtype == kiln.int32  # widened
     assert kiln.tensor([1, 2], dtype=kiln.float64).dtype == kiln.float64
     assert kiln.zeros(2, 3).shape == (2, 3)
     assert kiln.ones((4,), dtype=kiln.int32).tolist() == [1, 1, 1, 1]

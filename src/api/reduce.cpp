@@ -19,8 +19,9 @@ Tensor reduce(Op op, const Tensor& a, std::vector<int> axes, bool keepdims,
   if (detail::op_info(op).type_rule == detail::TypeRule::float_valued &&
       (is_integer(a.dtype()) || is_bool(a.dtype())))
     return reduce(op, detail::float_operand(a), std::move(axes), keepdims);
-  // Sums and products of bool count in i64, as libtorch's (the graph's own sum of bool is `any`).
-  if (is_bool(a.dtype()) && (op == Op::sum || op == Op::prod))
+  // Sums and products of bool and of the 8- and 16-bit integers are i64, as libtorch's (the graph's
+  // own sum of bool is `any`).
+  if ((is_bool(a.dtype()) || is_narrow_integer(a.dtype())) && (op == Op::sum || op == Op::prod))
     return reduce(op, convert(a, DType::i64), std::move(axes), keepdims);
   const int rank = a.rank();
   if (axes.empty())

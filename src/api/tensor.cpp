@@ -171,6 +171,15 @@ void Tensor::copy_to(void* dst, DType as) const {
     for (std::int64_t i = 0; i < b.numel(); ++i) out[i] = b.get<bool>(i) ? 1 : 0;
     return;
   }
+  if (is_narrow_integer(as)) {
+    return detail::dispatch_stored(as, [&]<class T>() {
+      auto* out = static_cast<std::byte*>(dst);
+      for (std::int64_t i = 0; i < b.numel(); ++i) {
+        const T v = b.get<T>(i);
+        std::memcpy(out + i * static_cast<std::int64_t>(sizeof(T)), &v, sizeof(T));
+      }
+    });
+  }
   detail::dispatch_with_complex(as, [&]<class T>() {
     auto* out = static_cast<std::byte*>(dst);
     for (std::int64_t i = 0; i < b.numel(); ++i) {

@@ -101,6 +101,9 @@ FType to_ftype(DType t) {
     case DType::f16:
     case DType::bf16:
     case DType::boolean:
+    case DType::u8:
+    case DType::i8:
+    case DType::i16:
     case DType::c64:
     case DType::c128: break;
   }

@@ -170,11 +170,14 @@ Stored stored_of(const std::string& descr, const std::string& source) {
       if (size == 8) return {kind, size, swap, DType::f64};
       break;
     case 'i':
-      if (size == 1 || size == 2 || size == 4) return {kind, size, swap, DType::i32};
+      if (size == 1) return {kind, size, swap, DType::i8};
+      if (size == 2) return {kind, size, swap, DType::i16};
+      if (size == 4) return {kind, size, swap, DType::i32};
       if (size == 8) return {kind, size, swap, DType::i64};
       break;
     case 'u':
-      if (size == 1 || size == 2) return {kind, size, swap, DType::i32};
+      if (size == 1) return {kind, size, swap, DType::u8};
+      if (size == 2) return {kind, size, swap, DType::i32};  // kiln has no u16
       if (size == 4 || size == 8) return {kind, size, swap, DType::i64};
       break;
     case 'b':
@@ -223,6 +226,9 @@ const char* descr_of(DType dtype) {
     case DType::i64: return "<i8";
     case DType::f16: return "<f2";
     case DType::boolean: return "|b1";
+    case DType::u8: return "|u1";
+    case DType::i8: return "|i1";
+    case DType::i16: return "<i2";
     case DType::c64: return "<c8";
     case DType::c128: return "<c16";
     case DType::bf16: break;
@@ -300,6 +306,9 @@ Tensor parse_npy(std::span<const std::byte> bytes, const std::string& source) {
     case DType::f32: fill.operator()<float>(); break;
     case DType::f64: fill.operator()<double>(); break;
     case DType::i32: fill.operator()<std::int32_t>(); break;
+    case DType::u8: fill.operator()<std::uint8_t>(); break;
+    case DType::i8: fill.operator()<std::int8_t>(); break;
+    case DType::i16: fill.operator()<std::int16_t>(); break;
     default:
       if (stored.kind == 'u' && stored.size == 8)
         for (std::size_t i = 0; i < n; ++i)

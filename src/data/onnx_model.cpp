@@ -77,6 +77,9 @@ OnnxType onnx_type(DType dtype) {
     case DType::boolean: return OnnxType::boolean;
     case DType::f16:
     case DType::bf16:
+    case DType::u8:
+    case DType::i8:
+    case DType::i16:
     case DType::c64:
     case DType::c128: break;
   }

@@ -30,9 +30,7 @@ constexpr std::size_t kMaxRank = 64;
 
 // How a stored dtype becomes one of kiln's: as it is, or widened, which loses nothing (each value
 // of the narrower type is exactly a value of the wider one; U64 checks each value fits in i64).
-enum class Widen : std::uint8_t {
-  none, f8_e5m2, f8_e4m3, i8, u8, i16, u16, u32, u64
-};
+enum class Widen : std::uint8_t { none, f8_e5m2, f8_e4m3, u16, u32, u64 };
 
 struct FormatType {
   const char* name;
@@ -47,8 +45,8 @@ constexpr FormatType kTypes[] = {
     {"I32", 4, DType::i32, Widen::none},        {"I64", 8, DType::i64, Widen::none},
     {"F16", 2, DType::f16, Widen::none},        {"BF16", 2, DType::bf16, Widen::none},
     {"F8_E5M2", 1, DType::f32, Widen::f8_e5m2}, {"F8_E4M3", 1, DType::f32, Widen::f8_e4m3},
-    {"I8", 1, DType::i32, Widen::i8},           {"U8", 1, DType::i32, Widen::u8},
-    {"BOOL", 1, DType::boolean, Widen::none},      {"I16", 2, DType::i32, Widen::i16},
+    {"I8", 1, DType::i8, Widen::none},          {"U8", 1, DType::u8, Widen::none},
+    {"BOOL", 1, DType::boolean, Widen::none},   {"I16", 2, DType::i16, Widen::none},
     {"U16", 2, DType::i32, Widen::u16},         {"U32", 4, DType::i64, Widen::u32},
     {"U64", 8, DType::i64, Widen::u64},         {"C64", 8, DType::c64, Widen::none}};
 
@@ -82,15 +80,6 @@ Tensor widened(std::span<const std::byte> bytes, const FormatType& t, const Shap
     case Widen::f8_e4m3:
       return widen_all.operator()<float>(
           [&](std::size_t i) { return detail::f8_e4m3_to_f32(stored_at<std::uint8_t>(bytes, i)); });
-    case Widen::i8:
-      return widen_all.operator()<std::int32_t>(
-          [&](std::size_t i) { return std::int32_t{stored_at<std::int8_t>(bytes, i)}; });
-    case Widen::u8:
-      return widen_all.operator()<std::int32_t>(
-          [&](std::size_t i) { return std::int32_t{stored_at<std::uint8_t>(bytes, i)}; });
-    case Widen::i16:
-      return widen_all.operator()<std::int32_t>(
-          [&](std::size_t i) { return std::int32_t{stored_at<std::int16_t>(bytes, i)}; });
     case Widen::u16:
       return widen_all.operator()<std::int32_t>(
           [&](std::size_t i) { return std::int32_t{stored_at<std::uint16_t>(bytes, i)}; });
@@ -120,6 +109,9 @@ const char* format_name(DType dtype) {
     case DType::f16: return "F16";
     case DType::bf16: return "BF16";
     case DType::boolean: return "BOOL";
+    case DType::u8: return "U8";
+    case DType::i8: return "I8";
+    case DType::i16: return "I16";
     case DType::c64: return "C64";
     case DType::c128: break;
   }

@@ -58,6 +58,9 @@ MPI_Datatype mpi_type(DType t) {
     case DType::f16:
     case DType::bf16: return MPI_UINT16_T;  // moved, never reduced (collectives.cpp widens them)
     case DType::boolean: return MPI_C_BOOL;
+    case DType::u8: return MPI_UINT8_T;
+    case DType::i8: return MPI_INT8_T;
+    case DType::i16: return MPI_INT16_T;
     case DType::c64: return MPI_C_FLOAT_COMPLEX;
     case DType::c128: return MPI_C_DOUBLE_COMPLEX;
   }

@@ -50,6 +50,9 @@ template <class F> decltype(auto) dispatch(DType t, F&& f) {
     case DType::f16:
     case DType::bf16:
     case DType::boolean:
+    case DType::u8:
+    case DType::i8:
+    case DType::i16:
     case DType::c64:
     case DType::c128: break;
   }
@@ -57,6 +60,15 @@ template <class F> decltype(auto) dispatch(DType t, F&& f) {
               std::string("a typed loop of ") + dtype_name(t) +
                   " (narrow types are computed in their arithmetic type, complex types have "
                   "kernels of their own)");
+}
+
+// dispatch() with the narrow integers as well (std::uint8_t, std::int8_t, std::int16_t), for
+// loops that only convert values between types.
+template <class F> decltype(auto) dispatch_stored(DType t, F&& f) {
+  if (t == DType::u8) return f.template operator()<std::uint8_t>();
+  if (t == DType::i8) return f.template operator()<std::int8_t>();
+  if (t == DType::i16) return f.template operator()<std::int16_t>();
+  return dispatch(t, std::forward<F>(f));
 }
 
 // dispatch() with the complex types as well, for the kernels that also compute complex values

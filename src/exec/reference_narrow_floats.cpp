@@ -1,10 +1,11 @@
-// The reference values of the narrow types (f16, bf16, bool): what every backend's kernels of these
-// types must equal. A 16-bit float's arithmetic is f32's: a node reads its 16-bit inputs as the
-// f32 values they are (exactly), computes the op as the f32 node would, and rounds the result to
-// its type, to nearest, ties to even. A bool's arithmetic is i32's on 0 and 1, a result being true
-// where it is non-zero. An op that only moves values (a conversion, copy, concat or view) is
-// computed in f64 instead, so that an f64 or a large integer is rounded once, not first to f32,
-// and 0.5 becomes true, not an i32 0 first.
+// The reference values of the narrow types (f16, bf16, bool, u8, i8, i16): what every backend's
+// kernels of these types must equal. A 16-bit float's arithmetic is f32's: a node reads its 16-bit
+// inputs as the f32 values they are (exactly), computes the op as the f32 node would, and rounds
+// the result to its type, to nearest, ties to even. A bool's arithmetic is i32's on 0 and 1, a
+// result being true where it is non-zero, and a narrow integer's is i32's, each result wrapped to
+// its width. An op that only moves values (a conversion, copy, concat or view) is computed in f64
+// instead (in i64 to a narrow integer from integers), so that an f64 or a large integer is rounded
+// once, not first to f32, and 0.5 becomes true, not an i32 0 first.
 //
 // The widened node is a private stand-in made here for one kernel, never part of a graph: the
 // same op, attributes and view, of the wider type, over stand-ins of its narrow inputs that hold
@@ -22,6 +23,11 @@ namespace {
 // A buffer of the values of `values` (of a narrow type) in its arithmetic type.
 std::shared_ptr<Buffer> widened_values(const Buffer& values) {
   auto wide = std::make_shared<Buffer>(arithmetic_type(values.dtype()), values.numel());
+  if (is_narrow_integer(values.dtype())) {
+    auto* out = wide->as<std::int32_t>();
+    for (std::int64_t i = 0; i < values.numel(); ++i) out[i] = values.get<std::int32_t>(i);
+    return wide;
+  }
   if (is_bool(values.dtype())) {
     const auto* in = values.as<std::uint8_t>();
     auto* out = wide->as<std::int32_t>();
@@ -76,8 +82,14 @@ void run_reference_kernel(const Node& n, Buffer& out) {
   // (A conversion of complex values to bool tests both parts, so those move in c128.)
   bool reads_complex = n.view_base != nullptr && is_complex(n.view_base->dtype);
   for (const NodePtr& in : n.inputs) reads_complex = reads_complex || is_complex(in->dtype);
+  // (Integers move to a narrow integer in i64, so that they wrap to its width, not saturate.)
+  bool reads_inexact = reads_complex || (n.view_base != nullptr && is_inexact(n.view_base->dtype));
+  for (const NodePtr& in : n.inputs) reads_inexact = reads_inexact || is_inexact(in->dtype);
+  const DType moved_in = reads_complex                                           ? DType::c128
+                         : is_narrow_integer(n.dtype) && !reads_inexact ? DType::i64
+                                                                                 : DType::f64;
   const DType wide_type = !narrow_out     ? n.dtype
-                          : moves_values ? (reads_complex ? DType::c128 : DType::f64)
+                          : moves_values ? moved_in
                                          : arithmetic_type(n.dtype);
   std::vector<NodePtr> inputs;
   inputs.reserve(n.inputs.size());
@@ -92,6 +104,10 @@ void run_reference_kernel(const Node& n, Buffer& out) {
 
   Buffer values(wide_type, n.numel());
   run_typed_reference_kernel(wide, values);
+  if (is_narrow_integer(n.dtype)) {
+    for (std::int64_t i = 0; i < values.numel(); ++i) out.set(i, values.scalar(i));
+    return;
+  }
   if (is_bool(n.dtype)) {
     auto* o = out.as<std::uint8_t>();
     for (std::int64_t i = 0; i < values.numel(); ++i) o[i] = values.get<bool>(i) ? 1 : 0;

@@ -116,6 +116,9 @@ void Buffer::set(std::int64_t i, const Scalar& value) {
     case DType::f16:
     case DType::bf16: as<std::uint16_t>()[i] = narrow_bits(dtype_, value.as<double>()); return;
     case DType::boolean: as<std::uint8_t>()[i] = value.as<bool>() ? 1 : 0; return;
+    case DType::u8: as<std::uint8_t>()[i] = value.as<std::uint8_t>(); return;
+    case DType::i8: as<std::int8_t>()[i] = value.as<std::int8_t>(); return;
+    case DType::i16: as<std::int16_t>()[i] = value.as<std::int16_t>(); return;
     case DType::c64: as<std::complex<float>>()[i] = value.as<std::complex<float>>(); return;
     case DType::c128: as<std::complex<double>>()[i] = value.as<std::complex<double>>(); return;
   }
@@ -129,6 +132,9 @@ Scalar Buffer::scalar(std::int64_t i) const {
     case DType::f16: return Scalar(f16_to_f32(as<std::uint16_t>()[i])).cast(DType::f16);
     case DType::bf16: return Scalar(bf16_to_f32(as<std::uint16_t>()[i])).cast(DType::bf16);
     case DType::boolean: return Scalar(as<std::uint8_t>()[i] != 0);
+    case DType::u8: return Scalar(std::int32_t{as<std::uint8_t>()[i]}).cast(DType::u8);
+    case DType::i8: return Scalar(std::int32_t{as<std::int8_t>()[i]}).cast(DType::i8);
+    case DType::i16: return Scalar(std::int32_t{as<std::int16_t>()[i]}).cast(DType::i16);
     case DType::c64: return Scalar(as<std::complex<float>>()[i]);
     case DType::c128: return Scalar(as<std::complex<double>>()[i]);
     case DType::f64: break;

@@ -73,6 +73,9 @@ class Buffer {
       case DType::f16: return convert_value<T>(f16_to_f32(as<std::uint16_t>()[i]));
       case DType::bf16: return convert_value<T>(bf16_to_f32(as<std::uint16_t>()[i]));
       case DType::boolean: return convert_value<T>(as<std::uint8_t>()[i] != 0);
+      case DType::u8: return convert_value<T>(as<std::uint8_t>()[i]);
+      case DType::i8: return convert_value<T>(as<std::int8_t>()[i]);
+      case DType::i16: return convert_value<T>(as<std::int16_t>()[i]);
       case DType::c64: return convert_value<T>(as<std::complex<float>>()[i]);
       case DType::c128: return convert_value<T>(as<std::complex<double>>()[i]);
       case DType::f64: break;

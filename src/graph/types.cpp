@@ -21,6 +21,9 @@ const char* dtype_name(DType t) {
     case DType::boolean: return "bool";
     case DType::c64: return "c64";
     case DType::c128: return "c128";
+    case DType::u8: return "u8";
+    case DType::i8: return "i8";
+    case DType::i16: return "i16";
   }
   return "?";
 }
@@ -56,6 +59,9 @@ Scalar Scalar::cast(DType to) const {
     case DType::boolean: return Scalar(as<bool>());
     case DType::c64: return Scalar(as<std::complex<float>>());
     case DType::c128: return Scalar(as<std::complex<double>>());
+    case DType::u8: out.i_ = as<std::uint8_t>(); break;
+    case DType::i8: out.i_ = as<std::int8_t>(); break;
+    case DType::i16: out.i_ = as<std::int16_t>(); break;
   }
   out.dtype_ = to;
   return out;

@@ -133,12 +133,17 @@ std::vector<std::uint8_t> encode_image(const Tensor& image, ImageFormat format, 
   images::check_writable(image, format, jpeg_quality);
   const Shape& s = image.shape();
   const std::int64_t h = s[0], w = s[1], c = s.size() == 3 ? s[2] : 1;
-  const std::vector<double> values = image.to_vector<double>();
-  std::vector<std::uint8_t> pixels(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const double v = values[i];
-    const double clamped = v > 0.0 ? (v < 1.0 ? v : 1.0) : 0.0;  // NaN -> 0
-    pixels[i] = static_cast<std::uint8_t>(std::lround(clamped * 255.0));
+  std::vector<std::uint8_t> pixels;
+  if (image.dtype() == DType::u8) {  // the bytes as they are (torchvision's uint8 images)
+    pixels = image.to_vector<std::uint8_t>();
+  } else {
+    const std::vector<double> values = image.to_vector<double>();
+    pixels.resize(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const double v = values[i];
+      const double clamped = v > 0.0 ? (v < 1.0 ? v : 1.0) : 0.0;  // NaN -> 0
+      pixels[i] = static_cast<std::uint8_t>(std::lround(clamped * 255.0));
+    }
   }
   const int W = static_cast<int>(w), H = static_cast<int>(h), C = static_cast<int>(c);
   try {

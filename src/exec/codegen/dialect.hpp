@@ -42,7 +42,8 @@ struct Dialect {
   std::string_view compile_options;
   std::string_view i32, i64, f32, f64;  // type names
   std::string_view u32, u64;            // the unsigned types integers wrap through
-  std::string_view u16, u8;             // the storage of bf16 (its bits) and of bool (0 and 1)
+  std::string_view u16, u8;             // the storage of bf16 (its bits), bool (0 and 1) and u8
+  std::string_view i16, i8;             // the storage of i16 and i8
   std::string_view f16_storage;         // the element type of an f16 buffer
   std::string_view i64_suffix, u64_suffix;  // of integer literals of 64 bits
   std::string_view load_f16;   // element {1} of the f16 buffer {0}, as a float
@@ -68,6 +69,9 @@ struct Dialect {
       case DType::f32: return f32;
       case DType::f64: return f64;
       case DType::boolean: return i32;  // loaded and stored as 0 and 1
+      case DType::u8:
+      case DType::i8:
+      case DType::i16: return i32;  // computed in i32, stored in their width
       case DType::f16:
       case DType::bf16: break;  // loaded and stored as the f32 values they are
       case DType::c64:
@@ -108,6 +112,8 @@ inline constexpr Dialect kOpenClC{
     .u64 = "ulong",
     .u16 = "ushort",
     .u8 = "uchar",
+    .i16 = "short",
+    .i8 = "char",
     .f16_storage = "half",
     .i64_suffix = "L",
     .u64_suffix = "UL",
@@ -163,6 +169,8 @@ inline constexpr Dialect kCudaC{
     .u64 = "unsigned long long",
     .u16 = "unsigned short",
     .u8 = "unsigned char",
+    .i16 = "short",
+    .i8 = "signed char",
     .f16_storage = "unsigned short",
     .i64_suffix = "LL",
     .u64_suffix = "ULL",

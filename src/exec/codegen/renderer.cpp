@@ -32,6 +32,9 @@ std::string literal(const Scalar& s, DType t, const Dialect& d) {
   char text[64];
   switch (t) {
     case DType::boolean: return s.as<bool>() ? "(int)1" : "(int)0";
+    case DType::u8: return "(" + std::string(d.i32) + ")" + std::to_string(s.as<std::uint8_t>());
+    case DType::i8: return "(" + std::string(d.i32) + ")" + std::to_string(s.as<std::int8_t>());
+    case DType::i16: return "(" + std::string(d.i32) + ")" + std::to_string(s.as<std::int16_t>());
     case DType::i32: {
       const auto v = s.as<std::int32_t>();
       if (v == INT32_MIN) return "(-2147483647 - 1)";
@@ -117,7 +120,9 @@ const std::string& Renderer::argument(int slot) {
 std::string Renderer::storage_type(DType t) const {
   if (t == DType::f16) return std::string(d_.f16_storage);
   if (t == DType::bf16) return std::string(d_.u16);
-  if (t == DType::boolean) return std::string(d_.u8);
+  if (t == DType::boolean || t == DType::u8) return std::string(d_.u8);
+  if (t == DType::i8) return std::string(d_.i8);
+  if (t == DType::i16) return std::string(d_.i16);
   return std::string(d_.type(t));
 }
 
@@ -129,6 +134,7 @@ std::string Renderer::read(const std::string& buffer, const std::string& index, 
   if (t == DType::bf16)
     return fill(d_.as_f32, "(" + std::string(d_.u32) + ")" + buffer + "[" + index + "] << 16");
   if (t == DType::boolean) return "(int)(" + buffer + "[" + index + "] != 0)";
+  if (is_narrow_integer(t)) return "(" + std::string(d_.i32) + ")" + buffer + "[" + index + "]";
   return buffer + "[" + index + "]";
 }
 
@@ -143,6 +149,8 @@ std::string Renderer::write(const std::string& buffer, const std::string& index,
            fill(d_.as_u32, "kiln_round_bf16(" + value + ")") + " >> 16);";
   if (t == DType::boolean)
     return buffer + "[" + index + "] = (" + std::string(d_.u8) + ")(" + value + " != 0);";
+  if (is_narrow_integer(t))  // the low bits of the i32 value
+    return buffer + "[" + index + "] = (" + storage_type(t) + ")(" + value + ");";
   return buffer + "[" + index + "] = " + value + ";";
 }
 
@@ -265,6 +273,15 @@ std::string Renderer::code(std::string& body, const KernelIr& ir, const std::str
       const auto operand = static_cast<std::size_t>(s.args[0]);
       value = s.op == Op::convert ? "(int)(" + reg[operand] + " != 0)"
                                   : "(int)(" + value + " != 0)";
+    } else if (is_narrow_integer(s.rounds_to)) {
+      // A narrow integer node: its i32 value wrapped to its width, through the unsigned type of
+      // that width (an exact conversion) and back to a signed one.
+      const std::string i32(d_.i32);
+      value = s.rounds_to == DType::u8
+                  ? "(" + i32 + ")(" + std::string(d_.u8) + ")(" + value + ")"
+                  : "(" + i32 + ")(" + storage_type(s.rounds_to) + ")(" +
+                        (s.rounds_to == DType::i8 ? std::string(d_.u8) : std::string(d_.u16)) +
+                        ")(" + value + ")";
     } else if (is_narrow_float(s.rounds_to)) {
       // A 16-bit float node: its float value rounded to its type. A conversion from f64 or an
       // integer rounds once, from the operand's value rounded to odd.

@@ -64,10 +64,11 @@ bool single_supported(const Node& root, std::string& reason) {
   // Narrow types: copies compute them, convolution, pooling and softmax the 16-bit floats (in
   // f32); the others are left to the reference, which widens them.
   if (touches_narrow_types(root) && kind != OpKind::copy && kind != OpKind::concat) {
-    bool bool_values = is_bool(root.dtype);
-    for (const NodePtr& in : root.inputs) bool_values = bool_values || is_bool(in->dtype);
-    if (bool_values || (kind != OpKind::window2d && kind != OpKind::softmax)) {
-      reason = "no CPU kernel of this op for 16-bit floats or bool";
+    auto narrow_not_float = [](DType t) { return is_narrow(t) && !is_narrow_float(t); };
+    bool other_narrow = narrow_not_float(root.dtype);
+    for (const NodePtr& in : root.inputs) other_narrow = other_narrow || narrow_not_float(in->dtype);
+    if (other_narrow || (kind != OpKind::window2d && kind != OpKind::softmax)) {
+      reason = "no CPU kernel of this op for 16-bit floats, bool or 8- and 16-bit integers";
       return false;
     }
   }

@@ -120,9 +120,20 @@ void generic_binary(Op op, const T* a, const T* b, O* o, std::int64_t n) {
 #undef KILN_FIXED_BINARY_CASE_
 
 // Rounds n values of the arithmetic type in place to the narrow type `to` (f32 values to a 16-bit
-// float, i32 values to bool's 0 and 1), also storing them as that type to `narrow` when it is
-// given.
+// float, i32 values to bool's 0 and 1 or wrapped to a narrow integer's width), also storing them as
+// that type to `narrow` when it is given.
 void round_values(DType to, void* values, void* narrow, std::int64_t n) {
+  if (is_narrow_integer(to)) {
+    auto* v = static_cast<std::int32_t*>(values);
+    dispatch_stored(to, [&]<class T>() {
+      for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i]);
+      if (narrow != nullptr) {
+        T* t = static_cast<T*>(narrow);
+        for (std::int64_t i = 0; i < n; ++i) t[i] = static_cast<T>(v[i]);
+      }
+    });
+    return;
+  }
   if (is_bool(to)) {
     auto* v = static_cast<std::int32_t*>(values);
     for (std::int64_t i = 0; i < n; ++i) v[i] = v[i] != 0 ? 1 : 0;

@@ -32,7 +32,7 @@ void convert_narrow_values(const void* in, DType from, void* out, DType to, std:
     }
     return;
   }
-  dispatch(from, [&]<class S>() {  // f64 or an integer type to a 16-bit float
+  dispatch_stored(from, [&]<class S>() {  // f64 or an integer type to a 16-bit float
     const S* s = static_cast<const S*>(in);
     auto* t = static_cast<std::uint16_t*>(out);
     for (std::int64_t i = 0; i < n; ++i) t[i] = narrow_bits(to, static_cast<double>(s[i]));
@@ -50,7 +50,7 @@ void convert_bool_values(const void* in, DType from, void* out, DType to, std::i
       for (std::int64_t i = 0; i < n; ++i) t[i] = s[i] != 0 ? one : 0;
       return;
     }
-    return dispatch(to, [&]<class T>() {
+    return dispatch_stored(to, [&]<class T>() {
       T* t = static_cast<T*>(out);
       for (std::int64_t i = 0; i < n; ++i) t[i] = s[i] != 0 ? T{1} : T{0};
     });
@@ -61,7 +61,7 @@ void convert_bool_values(const void* in, DType from, void* out, DType to, std::i
     for (std::int64_t i = 0; i < n; ++i) t[i] = (s[i] & 0x7fff) != 0 ? 1 : 0;
     return;
   }
-  dispatch(from, [&]<class S>() {
+  dispatch_stored(from, [&]<class S>() {
     const S* s = static_cast<const S*>(in);
     for (std::int64_t i = 0; i < n; ++i) t[i] = s[i] != S{0} ? 1 : 0;
   });
@@ -79,8 +79,8 @@ void convert_values(const void* in, DType from, void* out, DType to, std::int64_
     return convert_bool_values(in, from, out, to, n);
   if (is_narrow_float(from) || is_narrow_float(to)) [[unlikely]]
     return convert_narrow_values(in, from, out, to, n);
-  dispatch(from, [&]<class S>() {
-    dispatch(to, [&]<class T>() {
+  dispatch_stored(from, [&]<class S>() {
+    dispatch_stored(to, [&]<class T>() {
       const S* s = static_cast<const S*>(in);
       T* t = static_cast<T*>(out);
       for (std::int64_t i = 0; i < n; ++i) t[i] = convert_value<T>(s[i]);
@@ -232,17 +232,24 @@ void Source::read(std::int64_t start, std::int64_t n, void* out, DType as) const
     // The narrow values are walked as their bits (the fill as the bits of its value), then
     // converted; another source is read as f32 (exact for f32) or f64 (exact for i32, and the
     // value itself for f64) first, and rounded once.
-    if (from == as && is_bool(from)) {
-      const std::uint8_t fill = layer_->fill.as<bool>() ? 1 : 0;
+    if (from == as && size_of(from) == 1) {  // bool, u8, i8
+      const Scalar v = layer_->fill.cast(from);
+      const auto fill = static_cast<std::uint8_t>(v.as<std::int32_t>());  // true is 1
       return read_typed<std::uint8_t, std::uint8_t>(start, n, static_cast<std::uint8_t*>(out),
                                                     fill);
     }
-    if (from == as) {
-      const std::uint16_t fill = narrow_bits(from, layer_->fill.as<double>());
+    if (from == as) {  // f16, bf16, i16
+      const std::uint16_t fill =
+          from == DType::i16 ? static_cast<std::uint16_t>(layer_->fill.as<std::int16_t>())
+                             : narrow_bits(from, layer_->fill.as<double>());
       return read_typed<std::uint16_t, std::uint16_t>(start, n, static_cast<std::uint16_t*>(out),
                                                       fill);
     }
-    const DType step = is_narrow(from) ? from : from == DType::f32 ? DType::f32 : DType::f64;
+    // (An integer becomes a narrow integer through i64, so that it wraps rather than saturates.)
+    const DType step = is_narrow(from)                                   ? from
+                       : from == DType::f32                              ? DType::f32
+                       : is_integer(from) && is_narrow_integer(as) ? DType::i64
+                                                                         : DType::f64;
     alignas(8) std::byte staged[256 * 8];
     const std::size_t width = size_of(as);
     for (std::int64_t i = 0; i < n; i += 256) {
