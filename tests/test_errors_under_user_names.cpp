@@ -97,9 +97,33 @@ TEST(DetectAnomaly, NamesTheFirstOpThatMadeNaNFromFiniteValues) {
   // A view of NaN is found through the values below it.
   const kiln::Error view = error_of([&] { kiln::sqrt(x).reshape({2, 1}).eval(); });
   EXPECT_TRUE(starts_with(view.what(), "detect_anomaly: sqrt f32 [2]")) << view.what();
-  // Values without NaN pass, infinities (masks) included.
   EXPECT_EQ((kiln::sqrt(Tensor::from<float>({4, 9})) + 1.0f).sum().item<float>(), 7.0f);
-  EXPECT_TRUE(std::isinf(kiln::log(Tensor::from<float>({0, 1})).sum().item<float>()));
+}
+
+TEST(DetectAnomaly, NamesTheOpThatMadeInfinityFromFiniteValuesButLetsMasksBe) {
+  const kiln::DetectAnomalyGuard guard;
+  const Tensor p = Tensor::from<float>({0, 1});
+  const kiln::Error e = error_of([&] { (kiln::log(p) * 2.0f).sum().eval(); });
+  EXPECT_EQ(e.code(), kiln::ErrorCode::illegal_derive);
+  EXPECT_TRUE(starts_with(e.what(), "detect_anomaly: log f32 [2] computed infinity from finite "
+                                    "inputs f32 [2]"))
+      << e.what();
+  const kiln::Error overflow = error_of([] {
+    (kiln::convert(Tensor::from<float>({1e5f}), DType::f16) + Tensor::from<float>({1})).eval();
+  });
+  EXPECT_TRUE(starts_with(overflow.what(), "detect_anomaly: convert f16 [1]")) << overflow.what();
+  // Infinities that inputs and constants hold on purpose are no anomaly: a mask's -inf, and
+  // what follows from it, and max-pooling's padding.
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor scores = Tensor::from<float>({1, 2, 3, 4}, {2, 2});
+  const Tensor mask = Tensor::from(std::vector<bool>{false, true, false, false}, {2, 2});
+  const Tensor masked = kiln::masked_fill(scores, mask, -inf);
+  EXPECT_TRUE(std::isinf(masked.to_vector<float>()[1]));
+  EXPECT_NEAR(kiln::softmax(masked, 1).to_vector<float>()[0], 1.0f, 1e-6f);
+  EXPECT_TRUE(std::isinf((Tensor::from<float>({-inf, 1}) * 2.0f).to_vector<float>()[0]));
+  const Tensor image = Tensor::from<float>({1, 2, 3, 4}, {1, 1, 2, 2});
+  const Tensor pooled = kiln::max_pool2d(image, {2, 2}, {.stride = {1, 1}, .padding = {1, 1}});
+  EXPECT_EQ(pooled.sum().item<float>(), 27.0f);  // 1 2 2 / 3 4 4 / 3 4 4
 }
 
 TEST(DetectAnomaly, FindsNaNInGradientsAndInInputs) {

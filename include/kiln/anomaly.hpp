@@ -3,9 +3,11 @@
 /// checks the floating values it computed, and when one holds NaN it finds the first op (forward
 /// or gradient) that made NaN from inputs without any, and throws kiln::Error(illegal_derive)
 /// naming that op, its type and shape, its inputs', and the op the user called when a composite
-/// built it. Infinities are not anomalies (masks hold -inf on purpose). Slow (values are read back
-/// and the path to a NaN is computed again with the reference executor): a tool for finding where
-/// a NaN comes from.
+/// built it. Values with infinity but no NaN are looked into the same way, for the first op that
+/// made infinity from finite inputs (log(0), an overflow); an infinity that inputs or constants
+/// hold (a mask's -inf, max-pooling's padding) is no anomaly. Slow (values are read back and the
+/// path to them is computed again with the reference executor): a tool for finding where a NaN
+/// comes from.
 #pragma once
 
 namespace kiln {

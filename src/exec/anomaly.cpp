@@ -1,6 +1,6 @@
-// Anomaly mode: after an evaluation, a target holding NaN sends a search down its graph,
-// computing each op again with the reference executor in dependency order until one turns inputs
-// without NaN into values with it.
+// Anomaly mode: after an evaluation, a target holding NaN or infinity sends a search down its
+// graph, computing each op again with the reference executor in dependency order until one turns
+// inputs without NaN into values with it (or finite inputs into an infinity).
 #include "kiln/anomaly.hpp"
 
 #include <atomic>
@@ -34,20 +34,44 @@ namespace detail {
 
 namespace {
 
-// Whether the node's values hold no NaN. Infinities are not anomalies: masks hold -inf on
-// purpose (attention's), and PyTorch's anomaly mode looks for NaN too.
-bool clean(const Node& n) {
-  if (n.is_view() || !has_values(n) || !(is_float(n.dtype) || is_complex(n.dtype))) return true;
+// What a node's values hold that is not a finite number.
+struct NonFinite {
+  bool nan = false, infinity = false;
+  bool any() const { return nan || infinity; }
+};
+
+bool non_finite_fill(const Node& n) {
+  for (const ViewLayer& l : n.view.layers()) {
+    const std::complex<double> f = l.fill.as<std::complex<double>>();
+    if (!std::isfinite(f.real()) || !std::isfinite(f.imag())) return true;
+  }
+  return false;
+}
+
+// The values a node holds, or for a view those it reads: its base's and its fill (padding, which
+// may be infinite on purpose, as max-pooling's).
+NonFinite non_finite(const Node& node) {
+  NonFinite out;
+  const Node* holder = &node;
+  for (; holder->is_view() && holder->view_base; holder = holder->view_base.get())
+    out.infinity = out.infinity || non_finite_fill(*holder);
+  const Node& n = *holder;
+  if (!has_values(n) || !(is_float(n.dtype) || is_complex(n.dtype))) return out;
   const Buffer& b = host_values(n);
-  for (std::int64_t i = 0; i < b.numel(); ++i) {
+  auto note = [&](double v) {
+    out.nan = out.nan || std::isnan(v);
+    out.infinity = out.infinity || std::isinf(v);
+  };
+  for (std::int64_t i = 0; i < b.numel() && !out.nan; ++i) {
     if (is_complex(n.dtype)) {
       const auto v = b.get<std::complex<double>>(i);
-      if (std::isnan(v.real()) || std::isnan(v.imag())) return false;
-    } else if (std::isnan(b.get<double>(i))) {
-      return false;
+      note(v.real());
+      note(v.imag());
+    } else {
+      note(b.get<double>(i));
     }
   }
-  return true;
+  return out;
 }
 
 std::string described(const Node& n) {
@@ -73,12 +97,13 @@ std::vector<Node*> in_dependency_order(Node* target) {
   return order;
 }
 
-[[noreturn]] void report(const Node& culprit, const Node& target) {
+[[noreturn]] void report(const Node& culprit, const Node& target, bool nan) {
   std::string what = "detect_anomaly: ";
   if (culprit.inputs.empty()) {
     what += "the input " + described(culprit) + " holds NaN";
   } else {
-    what += described(culprit) + " computed NaN from inputs without NaN";
+    what += described(culprit) +
+            (nan ? " computed NaN from inputs without NaN" : " computed infinity from finite inputs");
     const char* separator = " ";
     for (const NodePtr& in : culprit.inputs) {
       what += separator + std::string(dtype_name(in->dtype)) + " " + shape_to_string(in->shape);
@@ -97,17 +122,29 @@ void check_for_anomalies(std::span<Node* const> evaluated) {
     // A view's values are those of the node below it that holds a buffer.
     Node* holder = target;
     while (holder->is_view() && holder->view_base) holder = holder->view_base.get();
-    if (clean(*holder)) continue;
+    const NonFinite found = non_finite(*holder);
+    if (!found.any()) continue;
+    // NaN is looked for first: the op that made it from inputs without NaN, or an input holding
+    // it. Infinity, where there is no NaN, is an anomaly only where an op made it from finite
+    // values (log(0), an overflow): inputs and constants may hold it on purpose (masks' -inf).
     const std::shared_ptr<Executor> oracle = reference_executor();
     for (Node* n : in_dependency_order(holder)) {
-      if (n->is_view()) continue;  // rearranges values, makes none
+      if (n->is_view()) continue;  // rearranges values (and its fill), makes none
       if (!has_values(*n)) {
         Node* one[] = {n};
         oracle->execute(one);
       }
-      if (!clean(*n)) report(*n, *target);
+      const NonFinite made = non_finite(*n);
+      if (found.nan) {
+        if (made.nan) report(*n, *target, true);  // its inputs, earlier in the order, have none
+        continue;
+      }
+      if (!made.infinity || n->inputs.empty()) continue;
+      bool finite_inputs = true;
+      for (const NodePtr& in : n->inputs) finite_inputs = finite_inputs && !non_finite(*in).any();
+      if (finite_inputs) report(*n, *target, false);
     }
-    report(*holder, *target);  // not found again below: the holder itself
+    if (found.nan) report(*holder, *target, true);  // not found again below: the holder itself
   }
 }
 
