@@ -63,6 +63,21 @@ TEST(ErrorsUnderUserNames, EmbeddingNamesItselfForBadTokens) {
       << floats.what();
 }
 
+TEST(ErrorsUnderUserNames, MathCompositesNameThemselves) {
+  const Tensor a = kiln::ones({2, 3}), b = kiln::ones({2, 4});
+  auto expect_named = [](const kiln::Error& e, const std::string& prefix) {
+    EXPECT_TRUE(starts_with(e.what(), prefix)) << e.what();
+  };
+  expect_named(error_of([&] { kiln::cosine_similarity(a, b, 1); }),
+               "cosine_similarity of f32 [2,3] and f32 [2,4]: ");
+  expect_named(error_of([&] { kiln::nn::functional::normalize(a, 2.0, 5); }),
+               "normalize of f32 [2,3]: ");
+  expect_named(error_of([&] { kiln::isclose(a, b); }), "isclose of f32 [2,3] and f32 [2,4]: ");
+  expect_named(error_of([&] { (void)kiln::allclose(a, b); }),
+               "allclose of f32 [2,3] and f32 [2,4]: ");
+  expect_named(error_of([&] { kiln::std(a, {3}); }), "std of f32 [2,3]: ");
+}
+
 TEST(ErrorsUnderUserNames, CrossEntropyNamesItselfForBadLabels) {
   const Tensor logits = kiln::zeros({2, 3});
   const kiln::Error late = error_of(
@@ -124,6 +139,10 @@ TEST(DetectAnomaly, NamesTheOpThatMadeInfinityFromFiniteValuesButLetsMasksBe) {
   const Tensor image = Tensor::from<float>({1, 2, 3, 4}, {1, 1, 2, 2});
   const Tensor pooled = kiln::max_pool2d(image, {2, 2}, {.stride = {1, 1}, .padding = {1, 1}});
   EXPECT_EQ(pooled.sum().item<float>(), 27.0f);  // 1 2 2 / 3 4 4 / 3 4 4
+  // logsumexp of a row masked whole is -inf, as PyTorch's, through a log(0) of values computed
+  // from the mask's -inf: no anomaly either.
+  const Tensor row_masked = kiln::masked_fill(scores, kiln::ones({2, 2}, DType::boolean), -inf);
+  EXPECT_TRUE(std::isinf(kiln::logsumexp(row_masked, {1}).to_vector<float>()[0]));
 }
 
 TEST(DetectAnomaly, FindsNaNInGradientsAndInInputs) {

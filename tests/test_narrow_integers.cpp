@@ -3,6 +3,7 @@
 // PyTorch's), on every executor alike.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -11,6 +12,7 @@
 #include "kiln/data.hpp"
 #include "kiln/images.hpp"
 #include "kiln/kiln.hpp"
+#include "kiln/nn.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -137,6 +139,39 @@ TEST(NarrowIntegers, IndexAndSelect) {
             (I{-1, 6}));
   // Narrow integers index as other integers do.
   EXPECT_EQ(ints(kiln::index_select(x, 0, i16({1}))), (I{40, 50, 60}));
+}
+
+TEST(NarrowIntegers, FillsMustFitWhereArithmeticWraps) {
+  // As libtorch: a fill out of the type's range is an error, arithmetic wraps, clamp's bounds
+  // saturate.
+  const kiln::Error full = kiln_test::error_of([] { kiln::full({2}, 300, DType::u8); });
+  EXPECT_EQ(full.code(), kiln::ErrorCode::wrong_type);
+  EXPECT_EQ(std::string(full.what()), "full: the value 300 does not fit in u8 (0 to 255)");
+  const kiln::Error masked = kiln_test::error_of([] {
+    kiln::masked_fill(u8({1, 2}), Tensor::from(std::vector<bool>{true, false}, {2}), -1);
+  });
+  EXPECT_EQ(masked.code(), kiln::ErrorCode::wrong_type);
+  const kiln::Error padded = kiln_test::error_of([] { kiln::pad(i8({1}), {1}, {1}, 200); });
+  EXPECT_EQ(padded.code(), kiln::ErrorCode::wrong_type);
+  EXPECT_EQ(ints(u8({200, 3}) + 300), (I{244, 47}));
+  EXPECT_EQ(ints(kiln::clamp(u8({200, 3}), 0, 300)), (I{200, 3}));
+  EXPECT_EQ(ints(kiln::clamp(i8({5, -100}), -200, 200)), (I{5, -100}));
+  EXPECT_EQ(ints(kiln::full({2}, 255.7, DType::u8)), (I{255, 255}));
+  // A pad's fill is the tensor's type on every executor.
+  kiln_test::ExecutorGuard guard;
+  auto build = [] { return kiln::convert(kiln::pad(i16({5}), {1}, {1}, -1), DType::i64) * 3; };
+  for (const auto& executor : kiln::executors()) {
+    kiln::set_executor(executor);
+    EXPECT_EQ(ints(build()), (I{-3, 15, -3})) << executor->name();
+  }
+}
+
+TEST(NarrowIntegers, ByteLabelsAreClassesUpTo255) {
+  // Class 156 is not the default ignore_index -100 wrapped to u8.
+  const Tensor logits = kiln::zeros({2, 200});
+  const Tensor labels = u8({156, 3});
+  const Tensor loss = kiln::nn::cross_entropy(logits, labels, {.reduction = kiln::nn::Reduction::sum});
+  EXPECT_NEAR(loss.item<float>(), 2 * std::log(200.0f), 1e-4f);
 }
 
 TEST(NarrowIntegers, EveryExecutorGivesTheReferenceValues) {

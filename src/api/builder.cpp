@@ -212,6 +212,36 @@ PauseAutoEvaluation::PauseAutoEvaluation() { ++auto_evaluation_pauses; }
 PauseAutoEvaluation::~PauseAutoEvaluation() { --auto_evaluation_pauses; }
 bool auto_evaluation_paused() { return auto_evaluation_pauses > 0; }
 
+namespace {
+// The range of a u8, i8 or i16 type.
+std::pair<double, double> narrow_range(DType t) {
+  return t == DType::u8 ? std::pair{0.0, 255.0}
+         : t == DType::i8 ? std::pair{-128.0, 127.0}
+                          : std::pair{-32768.0, 32767.0};
+}
+}  // namespace
+
+Scalar fitting_value(std::string_view op, Scalar value, DType t) {
+  if (!is_narrow_integer(t) || is_complex(value.dtype())) return value;
+  const auto [lo, hi] = narrow_range(t);
+  const double v = value.as<double>();  // a float value truncates toward zero
+  if (!(v > lo - 1 && v < hi + 1))
+    fail(ErrorCode::wrong_type, op,
+         "the value " + value.to_string() + " does not fit in " + dtype_name(t) + " (" +
+             Scalar(lo).cast(DType::i32).to_string() + " to " +
+             Scalar(hi).cast(DType::i32).to_string() + ")");
+  return value;
+}
+
+Scalar saturated_to(Scalar value, DType t) {
+  if (!is_narrow_integer(t) || is_complex(value.dtype())) return value;
+  const auto [lo, hi] = narrow_range(t);
+  const double v = value.as<double>();
+  if (v < lo) return Scalar(static_cast<std::int32_t>(lo));
+  if (v > hi) return Scalar(static_cast<std::int32_t>(hi));
+  return value;
+}
+
 int normalize_axis(std::string_view op, int axis, int rank, const Shape& shape) {
   if (axis < -rank || axis >= rank)
     fail(ErrorCode::illegal_dimension, op,

@@ -37,6 +37,12 @@ Tensor make_view(Op op, const Tensor& input, Shape shape, Attrs attrs,
 
 // `axis` in [-rank, rank) as a non-negative axis, else an illegal_dimension error of `op`.
 int normalize_axis(std::string_view op, int axis, int rank, const Shape& shape);
+// `value` for a tensor of type t: a u8, i8 or i16 fill outside the type's range is
+// kiln::Error(wrong_type) naming `op` (as libtorch's "value cannot be converted to type uint8_t
+// without overflow"); arithmetic with such a scalar wraps instead, as libtorch's does.
+Scalar fitting_value(std::string_view op, Scalar value, DType t);
+// `value` saturated to a u8, i8 or i16 type's range (clamp's bounds); other types keep it.
+Scalar saturated_to(Scalar value, DType t);
 
 // A per-dimension argument must have one entry per dimension.
 void check_arity(std::string_view op, std::size_t given, const Shape& shape, const char* what);

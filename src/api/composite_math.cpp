@@ -70,6 +70,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
     detail::fail(ErrorCode::incompatible_shapes, "masked_fill",
                  "mask " + shape_to_string(mask.shape()) + " does not broadcast to " +
                      shape_to_string(x.shape()));
+  detail::fitting_value("masked_fill", value, x.dtype());
   return where(detail::broadcast_as(mask, x.shape()), full({}, value, x.dtype()), x);
 }
 
@@ -78,7 +79,9 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi
   if (!lo && !hi)
     detail::fail(ErrorCode::invalid_select, "clamp", "needs a min or a max bound");
   const DType t = x.dtype();
-  return clamp(x, lo ? full({}, *lo, t) : Tensor(), hi ? full({}, *hi, t) : Tensor());
+  // A bound beyond an 8- or 16-bit type's range bounds nothing there (libtorch's clamp).
+  return clamp(x, lo ? full({}, detail::saturated_to(*lo, t), t) : Tensor(),
+               hi ? full({}, detail::saturated_to(*hi, t), t) : Tensor());
 }
 
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
@@ -123,14 +126,17 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
     return isclose(convert(a, DType::f64), convert(b, DType::f64), rtol, atol, equal_nan);
   }
   if (a.dtype() == DType::boolean) return equal(a, b);
-  const Tensor within = less_equal(abs(sub(a, b)), add(mul(abs(b), Scalar(rtol)), Scalar(atol)));
-  Tensor close = logical_or(equal(a, b), logical_and(within, isfinite(sub(a, b))));
-  if (equal_nan) close = logical_or(close, logical_and(isnan(a), isnan(b)));
-  return close;
+  return detail::as_called("isclose", {&a, &b}, [&] {
+    const Tensor within = less_equal(abs(sub(a, b)), add(mul(abs(b), Scalar(rtol)), Scalar(atol)));
+    Tensor close = logical_or(equal(a, b), logical_and(within, isfinite(sub(a, b))));
+    if (equal_nan) close = logical_or(close, logical_and(isnan(a), isnan(b)));
+    return close;
+  });
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
-  return all(isclose(a, b, rtol, atol, equal_nan)).item<bool>();
+  return detail::as_called("allclose", {&a, &b},
+                           [&] { return all(isclose(a, b, rtol, atol, equal_nan)).item<bool>(); });
 }
 
 Tensor isnan(const Tensor& x) {
@@ -235,7 +241,8 @@ Tensor var(const Tensor& x, std::vector<int> dims, std::int64_t correction, bool
 
 Tensor std(const Tensor& x, std::vector<int> dims, std::int64_t correction, bool keepdim) {
   detail::node_of(x, "std");
-  return sqrt(var(x, std::move(dims), correction, keepdim));
+  return detail::as_called("std", {&x},
+                           [&] { return sqrt(var(x, std::move(dims), correction, keepdim)); });
 }
 
 // ---- norm ---------------------------------------------------------------------------------------
@@ -277,17 +284,21 @@ Tensor norm(const Tensor& x, std::string_view p, std::vector<int> dims, bool kee
 
 Tensor normalize(const Tensor& x, double p, int dim, double eps) {
   detail::node_of(x, "normalize");
-  const Tensor v = as_float(x);
-  return v / clamp(norm(v, p, {dim}, true), Scalar(eps), std::nullopt);
+  return detail::as_called("normalize", {&x}, [&] {
+    const Tensor v = as_float(x);
+    return v / clamp(norm(v, p, {dim}, true), Scalar(eps), std::nullopt);
+  });
 }
 
 Tensor cosine_similarity(const Tensor& a, const Tensor& b, int dim, double eps) {
   detail::node_of(a, "cosine_similarity");
   detail::node_of(b, "cosine_similarity");
-  const Tensor x = as_float(a), y = as_float(b);
-  const Shape shape = (x * y).shape();  // checks that they broadcast (the node is not evaluated)
-  const Tensor xs = broadcast_to(x, shape), ys = broadcast_to(y, shape);
-  return sum(normalize(xs, 2, dim, eps) * normalize(ys, 2, dim, eps), {dim});
+  return detail::as_called("cosine_similarity", {&a, &b}, [&] {
+    const Tensor x = as_float(a), y = as_float(b);
+    const Shape shape = (x * y).shape();  // checks that they broadcast (the node is not evaluated)
+    const Tensor xs = broadcast_to(x, shape), ys = broadcast_to(y, shape);
+    return sum(normalize(xs, 2, dim, eps) * normalize(ys, 2, dim, eps), {dim});
+  });
 }
 
 // ---- logsumexp ----------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ Tensor scalar(Scalar given, DType dtype) {
 }
 
 Tensor full(Shape shape, Scalar value, DType dtype) {
-  Tensor s = scalar(value, dtype);
+  Tensor s = scalar(detail::fitting_value("full", value, dtype), dtype);
   return shape.empty() ? s : broadcast_to(s, std::move(shape));
 }
 Tensor full(Shape shape, Scalar value) {

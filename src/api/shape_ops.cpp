@@ -192,6 +192,8 @@ Tensor pad(const Tensor& a, I64s before, I64s after, Scalar value) {
                  " is too large";
         });
   }
+  // The fill in the tensor's type, as every executor reads it (a u8 fill out of range is refused).
+  value = detail::fitting_value("pad", value, a.dtype()).cast(a.dtype());
   detail::Attrs attrs;
   attrs.before = before;
   attrs.after = after;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <complex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -40,12 +41,12 @@ struct NonFinite {
   bool any() const { return nan || infinity; }
 };
 
-bool non_finite_fill(const Node& n) {
+void note_fill(const Node& n, NonFinite& out) {
   for (const ViewLayer& l : n.view.layers()) {
     const std::complex<double> f = l.fill.as<std::complex<double>>();
-    if (!std::isfinite(f.real()) || !std::isfinite(f.imag())) return true;
+    out.nan = out.nan || std::isnan(f.real()) || std::isnan(f.imag());
+    out.infinity = out.infinity || std::isinf(f.real()) || std::isinf(f.imag());
   }
-  return false;
 }
 
 // The values a node holds, or for a view those it reads: its base's and its fill (padding, which
@@ -54,7 +55,7 @@ NonFinite non_finite(const Node& node) {
   NonFinite out;
   const Node* holder = &node;
   for (; holder->is_view() && holder->view_base; holder = holder->view_base.get())
-    out.infinity = out.infinity || non_finite_fill(*holder);
+    note_fill(*holder, out);
   const Node& n = *holder;
   if (!has_values(n) || !(is_float(n.dtype) || is_complex(n.dtype))) return out;
   const Buffer& b = host_values(n);
@@ -125,9 +126,20 @@ void check_for_anomalies(std::span<Node* const> evaluated) {
     const NonFinite found = non_finite(*holder);
     if (!found.any()) continue;
     // NaN is looked for first: the op that made it from inputs without NaN, or an input holding
-    // it. Infinity, where there is no NaN, is an anomaly only where an op made it from finite
-    // values (log(0), an overflow): inputs and constants may hold it on purpose (masks' -inf).
+    // it. Infinity, where there is no NaN, is an anomaly only where an op made it from values
+    // that never held one (log(0) of a probability, an overflow): inputs and constants may hold
+    // it on purpose (masks' -inf), and what is computed from them may be infinite again
+    // (logsumexp of a row masked whole is -inf, through log(0)).
     const std::shared_ptr<Executor> oracle = reference_executor();
+    std::unordered_map<const Node*, bool> from_non_finite;  // held one, or computed from one
+    auto came_from_non_finite = [&](const Node& in) {
+      NonFinite fills;
+      const Node* base = &in;
+      for (; base->is_view() && base->view_base; base = base->view_base.get()) note_fill(*base, fills);
+      if (fills.any()) return true;
+      const auto it = from_non_finite.find(base);
+      return it != from_non_finite.end() ? it->second : non_finite(*base).any();
+    };
     for (Node* n : in_dependency_order(holder)) {
       if (n->is_view()) continue;  // rearranges values (and its fill), makes none
       if (!has_values(*n)) {
@@ -139,10 +151,12 @@ void check_for_anomalies(std::span<Node* const> evaluated) {
         if (made.nan) report(*n, *target, true);  // its inputs, earlier in the order, have none
         continue;
       }
-      if (!made.infinity || n->inputs.empty()) continue;
-      bool finite_inputs = true;
-      for (const NodePtr& in : n->inputs) finite_inputs = finite_inputs && !non_finite(*in).any();
-      if (finite_inputs) report(*n, *target, false);
+      bool inputs_from_non_finite = false;
+      for (const NodePtr& in : n->inputs)
+        inputs_from_non_finite = inputs_from_non_finite || came_from_non_finite(*in);
+      if (made.infinity && !n->inputs.empty() && !inputs_from_non_finite)
+        report(*n, *target, false);
+      from_non_finite[n] = inputs_from_non_finite || made.any();
     }
     if (found.nan) report(*holder, *target, true);  // not found again below: the holder itself
   }

@@ -138,7 +138,9 @@ void check_classes(const char* loss, const Tensor& x, const Tensor& labels,
 }
 
 Picked pick(const Tensor& x, const Tensor& labels, const ClassLossOptions& o) {
-  const Tensor kept_mask = not_equal(labels, o.ignore_index);
+  // Compared in i64: u8 labels would wrap the usual -100 to 156, a class.
+  const Tensor kept_mask = not_equal(
+      is_narrow_integer(labels.dtype()) ? convert(labels, DType::i64) : labels, o.ignore_index);
   // Ignored labels (often -100) read class 0 and are then zeroed: gather checks its indices.
   const Tensor safe = where(kept_mask, labels, zeros_like(labels));
   const Tensor kept = convert(kept_mask, x.dtype());
