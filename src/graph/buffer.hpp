@@ -73,14 +73,21 @@ class Buffer {
       case DType::f16: return convert_value<T>(f16_to_f32(as<std::uint16_t>()[i]));
       case DType::bf16: return convert_value<T>(bf16_to_f32(as<std::uint16_t>()[i]));
       case DType::boolean: return convert_value<T>(as<std::uint8_t>()[i] != 0);
-      case DType::u8: return convert_value<T>(as<std::uint8_t>()[i]);
-      case DType::i8: return convert_value<T>(as<std::int8_t>()[i]);
-      case DType::i16: return convert_value<T>(as<std::int16_t>()[i]);
+      case DType::u8:
+      case DType::i8:
+      case DType::i16: return narrow_integer<T>(i);
       case DType::c64: return convert_value<T>(as<std::complex<float>>()[i]);
       case DType::c128: return convert_value<T>(as<std::complex<double>>()[i]);
       case DType::f64: break;
     }
     return convert_value<T>(as<double>()[i]);
+  }
+  // get() of a u8, i8 or i16 buffer: out of line, so that get() stays small enough to be inlined
+  // into the loops that read the other types element by element.
+  template <class T> [[gnu::noinline]] T narrow_integer(std::int64_t i) const {
+    if (dtype_ == DType::u8) return convert_value<T>(as<std::uint8_t>()[i]);
+    if (dtype_ == DType::i8) return convert_value<T>(as<std::int8_t>()[i]);
+    return convert_value<T>(as<std::int16_t>()[i]);
   }
   Scalar scalar(std::int64_t i) const;
   // Writes `value` converted to the buffer's type at `i`.
