@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -113,12 +114,14 @@ class RenderingBackend final : public kd::Backend {
     p.host_callables = false;
     p.max_ops = 256;
     p.narrow_types = true;
+    p.complex_single_kernels = true;
+    p.complex_elementwise = &kd::renders_complex;
     return p;
   }
 
   kd::KernelOutcome run(const kd::KernelRun& r) override {
     const kd::Kernel& k = r.kernel;
-    if (!kd::touches_complex_types(*k.root) && kd::can_render(k)) {
+    if (kd::can_render(k)) {
       out_.ops.insert(k.root->op);
       for (const kd::Node* n : k.body) out_.ops.insert(n->op);
       kd::KernelIr ir;
@@ -175,6 +178,10 @@ Tensor indices(std::vector<std::int64_t> v, kiln::Shape shape) {
 
 constexpr DType kTypes[] = {DType::f32,  DType::f64, DType::i32,     DType::i64, DType::f16,
                             DType::bf16, DType::u8,  DType::i8,      DType::i16, DType::boolean};
+// The elementwise kernels also take the complex types (their ops with a complex form).
+constexpr DType kElementwiseTypes[] = {DType::f32, DType::f64, DType::i32, DType::i64,
+                                       DType::f16, DType::bf16, DType::u8, DType::i8,
+                                       DType::i16, DType::boolean, DType::c64, DType::c128};
 
 // The graphs: every registry row, every conversion, then each kernel family.
 std::vector<std::function<Tensor()>> graphs() {
@@ -187,7 +194,7 @@ std::vector<std::function<Tensor()>> graphs() {
     for (std::size_t i = 1; i < terms.size(); ++i) total = total + kiln::convert(terms[i], DType::f64);
     return total;
   };
-  for (DType t : kTypes) {
+  for (DType t : kElementwiseTypes) {
     g.push_back([t, add_up] {
       const Tensor x = values(t, {2, 3});
       std::vector<Tensor> terms;
@@ -206,12 +213,12 @@ std::vector<std::function<Tensor()>> graphs() {
     g.push_back([t, add_up] {
       const Tensor x = values(t, {2, 3});
       std::vector<Tensor> terms;
-      for (DType to : kTypes)
+      for (DType to : kElementwiseTypes)
         if (to != t) terms.push_back(kiln::convert(x, to));
       return add_up(terms);
     });
   }
-  for (DType t : kTypes)
+  for (DType t : kElementwiseTypes)
     g.push_back([t] {
       return kiln::where(values(DType::boolean, {2, 3}), values(t, {2, 3}), values(t, {3}, 2));
     });
@@ -236,7 +243,14 @@ std::vector<std::function<Tensor()>> graphs() {
     const Tensor x = values(DType::f16, {3, 4});
     return kiln::permute(x, {1, 0}) + kiln::convert(values(DType::bf16, {4, 3}), DType::f16);
   });
+  g.push_back([] {
+    const Tensor z = kiln::complex(values(DType::f32, {3, 4}), values(DType::f32, {3, 4}, 0.5));
+    return kiln::exp(kiln::permute(z, {1, 0})) * 2.0 +
+           kiln::pad(kiln::convert(values(DType::f64, {4, 2}), DType::c128), {0, 1}, {0, 0},
+                     std::complex<double>(INFINITY, NAN));
+  });
   g.push_back([] { return kiln::contiguous(kiln::permute(values(DType::f32, {3, 4}), {1, 0})); });
+  g.push_back([] { return kiln::contiguous(kiln::permute(values(DType::c64, {3, 4}), {1, 0})); });
   g.push_back([] { return kiln::contiguous(kiln::permute(values(DType::bf16, {3, 4}), {1, 0})); });
   g.push_back([] {
     return kiln::contiguous(kiln::slice(values(DType::i32, {5, 6}), {1, 0}, {4, 6}, {2, 3}));
@@ -334,7 +348,7 @@ std::vector<std::function<Tensor()>> graphs() {
   g.push_back([] {
     return kiln::matmul(kiln::permute(values(DType::f32, {4, 3}), {1, 0}), values(DType::f32, {4, 2}));
   });
-  for (DType t : {DType::f32, DType::i64, DType::f64})
+  for (DType t : {DType::f32, DType::i64, DType::f64, DType::c64, DType::c128})
     g.push_back([t] { return kiln::concat({values(t, {2, 3}), values(t, {2, 1}), values(t, {2, 2})}, 1); });
   g.push_back([] {
     return kiln::concat(kiln::permute(values(DType::i32, {3, 2}), {1, 0}), values(DType::i32, {1, 3}), 0);
@@ -380,12 +394,9 @@ TEST(RenderDialects, EveryFamilyIsRenderedInEveryDialect) {
       EXPECT_GT(count[family], 0) << kDialects[d]->name << " renders no " << family << " kernel";
     EXPECT_EQ(count["other"], 0);
   }
-  // Every elementwise row of the registry in some rendered kernel (complex has no device
-  // kernels: FusionPolicy::complex_types).
-  for (const kiln_test::Row& row : kiln_test::elementwise_rows()) {
-    if (row.op == kd::Op::complex) continue;
+  // Every elementwise row of the registry in some rendered kernel.
+  for (const kiln_test::Row& row : kiln_test::elementwise_rows())
     EXPECT_TRUE(c.ops.contains(row.op)) << "no rendered kernel computes " << row.name;
-  }
   // The same kernels in every dialect.
   for (std::size_t d = 1; d < std::size(kDialects); ++d)
     EXPECT_EQ(c.sources[d].size(), c.sources[0].size()) << kDialects[d]->name;

@@ -69,6 +69,9 @@ struct FusionPolicy {
                                        // are offered complex nodes all the same, and it returns
                                        // unsupported for those it has no kernel of (the host
                                        // then runs them)
+  // Without complex_types: the elementwise nodes of complex values that the backend's fused
+  // kernels compute all the same (null: none); the others are kernels of their own.
+  bool (*complex_elementwise)(const Node& n) = nullptr;
 };
 
 // Whether the node's values or its inputs' are of a narrow type (is_narrow: f16, bf16, bool).
@@ -78,7 +81,8 @@ bool touches_complex_types(const Node& n);
 // Whether a backend with this policy computes the node inside its fused kernels (by its types).
 inline bool fusable_types(const Node& n, const FusionPolicy& policy) {
   return (policy.narrow_types || !touches_narrow_types(n)) &&
-         (policy.complex_types || !touches_complex_types(n));
+         (policy.complex_types || !touches_complex_types(n) ||
+          (policy.complex_elementwise != nullptr && policy.complex_elementwise(n)));
 }
 // Whether the runtime leaves the node to the host without offering it to the backend (inline:
 // the runtime asks for every kernel it runs).

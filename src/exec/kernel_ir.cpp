@@ -11,10 +11,18 @@ namespace kiln::detail {
 
 DType compute_type(const Node& n, const DType* arg_types) {
   switch (n.info().kind) {
-    case OpKind::binary: return promote(arg_types[0], arg_types[1]);
-    // Comparisons of one value (to_i32: sign, even) compute in the operand type.
-    case OpKind::unary:
-      return n.info().type_rule == TypeRule::to_i32 ? arg_types[0] : arithmetic_type(n.dtype);
+    // complex(re, im) computes in its complex result type.
+    case OpKind::binary:
+      return n.info().type_rule == TypeRule::to_complex ? n.dtype
+                                                         : promote(arg_types[0], arg_types[1]);
+    // Comparisons of one value (to_i32: sign, even) compute in the operand type, and so do the
+    // parts of a complex value (abs, real, imag, angle).
+    case OpKind::unary: {
+      const TypeRule rule = n.info().type_rule;
+      const bool parts = is_complex(arg_types[0]) &&
+                         (rule == TypeRule::to_real || rule == TypeRule::to_real_float);
+      return rule == TypeRule::to_i32 || parts ? arg_types[0] : arithmetic_type(n.dtype);
+    }
     case OpKind::custom: return DType::f64;
     default: return arithmetic_type(n.dtype);
   }

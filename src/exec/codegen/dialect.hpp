@@ -45,6 +45,9 @@ struct Dialect {
   std::string_view u16, u8;             // the storage of bf16 (its bits), bool (0 and 1) and u8
   std::string_view i16, i8;             // the storage of i16 and i8
   std::string_view f16_storage;         // the element type of an f16 buffer
+  std::string_view c64, c128;           // complex values: vectors of two floats (x real, y
+                                        // imaginary), in registers and in buffers
+  std::string_view make_complex;        // the complex value of type {0} with parts {1} and {2}
   std::string_view i64_suffix, u64_suffix;  // of integer literals of 64 bits
   std::string_view load_f16;   // element {1} of the f16 buffer {0}, as a float
   std::string_view store_f16;  // the statement storing the float {2} as element {1} of the f16
@@ -74,8 +77,8 @@ struct Dialect {
       case DType::i16: return i32;  // computed in i32, stored in their width
       case DType::f16:
       case DType::bf16: break;  // loaded and stored as the f32 values they are
-      case DType::c64:
-      case DType::c128: break;  // no device kernels (FusionPolicy::complex_types)
+      case DType::c64: return c64;
+      case DType::c128: return c128;
     }
     return f32;
   }
@@ -115,6 +118,9 @@ inline constexpr Dialect kOpenClC{
     .i16 = "short",
     .i8 = "char",
     .f16_storage = "half",
+    .c64 = "float2",
+    .c128 = "double2",
+    .make_complex = "(({0})({1}, {2}))",
     .i64_suffix = "L",
     .u64_suffix = "UL",
     .load_f16 = "vload_half({1}, {0})",
@@ -172,6 +178,9 @@ inline constexpr Dialect kCudaC{
     .i16 = "short",
     .i8 = "signed char",
     .f16_storage = "unsigned short",
+    .c64 = "float2",  // NVRTC's built-in vector types
+    .c128 = "double2",
+    .make_complex = "make_{0}({1}, {2})",
     .i64_suffix = "LL",
     .u64_suffix = "ULL",
     .load_f16 = "kiln_f16_to_f32({0}[{1}])",

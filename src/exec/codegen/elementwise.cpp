@@ -62,7 +62,7 @@ RenderedKernel concatenation(const Kernel& k, const GraphStructure& structure, c
   body += "  " + L + " outer = i / " + number(along * inner) + ";\n  " + L + " a = (i / " +
           number(inner) + ") % " + number(along) + ";\n  " + L + " rest = i % " + number(inner) +
           ";\n";
-  body += "  " + T + " value = 0;\n";
+  body += "  " + T + " value = " + literal(Scalar(0), root.dtype, d) + ";\n";
   std::int64_t first = 0;
   for (std::size_t part = 0; part < k.inputs.size(); ++part) {
     const KernelInput& in = k.inputs[part];

@@ -238,7 +238,7 @@ std::string helpers_for(const std::string& text, const Dialect& d, bool f64) {
       out += std::string(d.function) + " " + s + "\n";
     }
   }
-  return out;
+  return out + complex_helpers_for(text, d, f64);
 }
 
 }  // namespace kiln::detail::codegen

@@ -28,11 +28,18 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
       arithmetic_type(k.body.empty() ? k.inputs[0].node->dtype : k.body.back()->dtype);
   const DType value_type = arithmetic_type(arg ? producer : root.dtype);
   const DType out_type = arithmetic_type(root.dtype);
-  // Float sums and products accumulate in double, as semantics/reduction.hpp does, where the
-  // device has double; integers wrap in their own type.
-  const DType acc_type =
-      is_float(value_type) && !extreme ? (device.fp64 ? DType::f64 : value_type) : value_type;
+  // Float sums and products accumulate in double (complex ones in c128), as
+  // semantics/reduction.hpp does, where the device has double; integers wrap in their own type.
+  const bool complex = is_complex(value_type);
+  const DType wide = complex ? DType::c128 : DType::f64;
+  const DType acc_type = (is_float(value_type) || complex) && !extreme
+                             ? (device.fp64 ? wide : value_type)
+                             : value_type;
   r.note_type(acc_type);
+  const std::string combine = std::string(complex ? "kiln_c" : "kiln_") +
+                              (op == Op::prod ? "mul" : "add");
+  const std::string start = complex ? literal(Scalar(op == Op::prod ? 1.0 : 0.0), acc_type, d)
+                                    : std::string(op == Op::prod ? "1" : "0");
   const std::string T(d.type(value_type)), A(d.type(acc_type)), L = r.i64();
   int group = 1;
   while (group < 256 && group < reduced && static_cast<std::size_t>(group) * 2 <= device.max_group)
@@ -65,7 +72,7 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   if (extreme) {
     body += "  " + T + " best = 0;\n  " + L + " at = -1;\n";
   } else {
-    body += "  " + A + " acc = " + (op == Op::prod ? "1" : "0") + ";\n";
+    body += "  " + A + " acc = " + start + ";\n";
   }
   if (split) {
     body += "  " + L + " end = part * " + number(chunk) + " + " + number(chunk) + ";\n  if (end > " +
@@ -91,8 +98,7 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
             ")) { best = y; at = j; }\n";
   } else {
     const std::string y = cast(v, value_type, acc_type, d);
-    body +=
-        "  acc = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") + "(acc, " + y + ");\n";
+    body += "  acc = " + combine + "(acc, " + y + ");\n";
   }
   body += "  }\n";
   const std::string local(d.local), barrier(d.barrier);
@@ -115,8 +121,7 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
     body += "      if (a >= 0 && (e < 0 || kiln_replaces(b, c, " + mx +
             ") || (!kiln_replaces(c, b, " + mx + ") && a < e))) { bests[l] = b; ats[l] = a; }\n";
   } else {
-    body += "      accs[l] = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") +
-            "(accs[l], accs[l + s]);\n";
+    body += "      accs[l] = " + combine + "(accs[l], accs[l + s]);\n";
   }
   body += "    }\n    " + barrier + ";\n  }\n";
   std::string result;
@@ -129,6 +134,11 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
     std::string total = "accs[0]";
     if (op == Op::mean && is_float(acc_type))
       total = arithmetic(d, "accs[0]", '/', "(" + A + ")" + number(reduced));
+    if (op == Op::mean && complex) {  // divided by (count, 0), as the reference divides
+      r.note_type(DType::f64);          // (c64 quotients are computed in double)
+      total = "kiln_cdiv(accs[0], " + literal(Scalar(static_cast<double>(reduced)), acc_type, d) +
+              ")";
+    }
     result = cast(cast(total, acc_type, value_type, d), value_type, out_type, d);
   }
   char head[160];
@@ -151,14 +161,13 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   const std::string mg = std::to_string(merge_group);
   std::string merge = "  " + L + " g = (" + L + ")" + std::string(d.group_id) + ";\n";
   merge += "  int l = (int)" + std::string(d.local_id) + ";\n";
-  merge += "  " + A + " acc = " + (op == Op::prod ? "1" : "0") + ";\n";
+  merge += "  " + A + " acc = " + start + ";\n";
   merge += "  for (" + L + " q = l; q < " + number(parts) + "; q += " + mg + ") acc = " +
-           std::string(op == Op::prod ? "kiln_mul" : "kiln_add") + "(acc, partials[g * " +
-           number(parts) + " + q]);\n";
+           combine + "(acc, partials[g * " + number(parts) + " + q]);\n";
   merge += "  " + local + " " + A + " accs[" + mg + "];\n  accs[l] = acc;\n  " + barrier + ";\n";
   merge += "  for (int s = " + std::to_string(merge_group / 2) + "; s > 0; s >>= 1) {\n";
-  merge += "    if (l < s) accs[l] = " + std::string(op == Op::prod ? "kiln_mul" : "kiln_add") +
-           "(accs[l], accs[l + s]);\n    " + barrier + ";\n  }\n";
+  merge += "    if (l < s) accs[l] = " + combine + "(accs[l], accs[l + s]);\n    " + barrier +
+           ";\n  }\n";
   merge += "  if (l == 0) {\n    " + r.write("out0", "g", result, root.dtype) + "\n  }\n";
   char merge_head[160];
   std::snprintf(merge_head, sizeof merge_head, std::string(d.fixed_group).c_str(), merge_group);

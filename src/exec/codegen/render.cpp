@@ -7,9 +7,44 @@
 
 namespace kiln::detail {
 
+bool renders_complex(const Node& n) {
+  switch (n.info().kind) {
+    case OpKind::unary:
+    case OpKind::binary: return !codegen::complex_form(n.op).empty();
+    case OpKind::ternary: return !is_complex(n.inputs[0]->dtype);  // the condition
+    default: return false;
+  }
+}
+
 bool can_render(const Kernel& k) {
   for (const Node* n : k.body)
     if (n->info().kind == OpKind::custom) return false;
+  // Complex values: fused elementwise kernels of the ops with a complex form, sums and means,
+  // views and copies.
+  bool complex = touches_complex_types(*k.root);
+  for (const Node* n : k.body) complex = complex || touches_complex_types(*n);
+  for (const KernelInput& in : k.inputs) complex = complex || is_complex(in.node->dtype);
+  if (complex) {
+    switch (k.kind) {
+      case Kernel::Kind::elementwise:
+        for (const Node* n : k.body)
+          if (touches_complex_types(*n) && !renders_complex(*n)) return false;
+        break;
+      case Kernel::Kind::materialize: break;
+      // Sums and means, with their fused producers. (Products of infinities and NaN depend on
+      // their order, which the device's tree does not keep: the host computes them.)
+      case Kernel::Kind::reduce:
+        if (k.root->op != Op::sum && k.root->op != Op::mean) return false;
+        for (const Node* n : k.body)
+          if (touches_complex_types(*n) && !renders_complex(*n)) return false;
+        break;
+      case Kernel::Kind::single:
+        if (k.root->info().kind != OpKind::copy && k.root->info().kind != OpKind::concat)
+          return false;
+        break;
+      default: return false;
+    }
+  }
   // Narrow types (f16, bf16, bool): elementwise kernels, copies through views and reductions.
   bool narrow = touches_narrow_types(*k.root);
   for (const Node* n : k.body) narrow = narrow || touches_narrow_types(*n);

@@ -52,6 +52,12 @@ struct RenderedKernel {
 // ops, gather, scatter_add, unwindow, the scans and argsort: every op but the user's callables. `ir` is the lowered body (elementwise kernels and reductions
 // with a fused producer); unused otherwise.
 bool can_render(const Kernel& k);
+// Whether kernels compute node `n`, which has or reads complex values, inside a fused kernel:
+// the elementwise ops with a complex form (complex_math.cpp) and where. (can_render also takes
+// sums and means of complex values, copies and concat; pow, the trigonometric and hyperbolic
+// functions, products of reductions and matrices and the other families of complex values
+// are left to the host or the backend's libraries.)
+bool renders_complex(const Node& n);
 RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
                              const Dialect& dialect, const DeviceTraits& device);
 

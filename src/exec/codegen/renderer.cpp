@@ -3,6 +3,7 @@
 
 #include <cinttypes>
 #include <cmath>
+#include <complex>
 #include <cstdio>
 
 #include "kiln/error.hpp"
@@ -58,7 +59,13 @@ std::string literal(const Scalar& s, DType t, const Dialect& d) {
       return "(" + type + ")" + text;
     }
     case DType::c64:
-    case DType::c128: break;  // never rendered (FusionPolicy::complex_types)
+    case DType::c128: {
+      const auto z = s.as<std::complex<double>>();
+      const DType part = real_type(t);
+      const std::string args[] = {std::string(d.type(t)), literal(Scalar(z.real()), part, d),
+                                  literal(Scalar(z.imag()), part, d)};
+      return fill_template(d.make_complex, args);
+    }
   }
   throw Error(ErrorCode::internal_error,
               std::string("a ") + dtype_name(t) + " literal in a generated kernel");
@@ -66,6 +73,22 @@ std::string literal(const Scalar& s, DType t, const Dialect& d) {
 
 std::string cast(const std::string& expr, DType from, DType to, const Dialect& d) {
   if (from == to) return expr;
+  // Complex values (convert_value's rules): a real value is the real part, and a complex value
+  // as a real type is its real part, nonzero when either part is.
+  if (is_complex(to)) {
+    const DType part = real_type(to);
+    const std::string args[] = {
+        std::string(d.type(to)),
+        is_complex(from) ? cast("(" + expr + ").x", real_type(from), part, d)
+                         : cast(expr, from, part, d),
+        is_complex(from) ? cast("(" + expr + ").y", real_type(from), part, d)
+                         : literal(Scalar(0.0), part, d)};
+    return fill_template(d.make_complex, args);
+  }
+  if (is_complex(from)) {
+    if (to == DType::boolean) return "(int)((" + expr + ").x != 0 || (" + expr + ").y != 0)";
+    return cast("(" + expr + ").x", real_type(from), to, d);
+  }
   if (is_float(from) && !is_float(to))
     return std::string(to == DType::i32 ? "kiln_to_i32(" : "kiln_to_i64(") + expr + ")";
   // Between float and double, a NaN keeps its sign and payload (semantics/nan_rules.hpp).
@@ -250,6 +273,10 @@ std::string Renderer::code(std::string& body, const KernelIr& ir, const std::str
     DType from = s.compute;
     if (info.kind == OpKind::ternary) {
       expr = "(" + args[0] + " != 0 ? " + args[1] + " : " + args[2] + ")";
+    } else if (is_complex(s.compute)) {
+      expr = fill_template(complex_form(s.op), args);
+      if (s.compute == DType::c64 && complex_form_needs_f64(s.op)) note_type(DType::f64);
+      if (info.type_rule == TypeRule::to_bool) from = DType::i32;
     } else if (!info.c_template.empty()) {
       expr = fill_template(info.c_template, args);
       if (info.type_rule == TypeRule::to_i32 || info.type_rule == TypeRule::to_bool)
@@ -271,8 +298,9 @@ std::string Renderer::code(std::string& body, const KernelIr& ir, const std::str
       // A bool node: true where its value is non-zero; a conversion tests the operand itself
       // (0.5 is true), not its value converted to int first.
       const auto operand = static_cast<std::size_t>(s.args[0]);
-      value = s.op == Op::convert ? "(int)(" + reg[operand] + " != 0)"
-                                  : "(int)(" + value + " != 0)";
+      value = s.op != Op::convert           ? "(int)(" + value + " != 0)"
+              : is_complex(reg_type[operand]) ? cast(reg[operand], reg_type[operand], DType::boolean, d_)
+                                              : "(int)(" + reg[operand] + " != 0)";
     } else if (is_narrow_integer(s.rounds_to)) {
       // A narrow integer node: its i32 value wrapped to its width, through the unsigned type of
       // that width (an exact conversion) and back to a signed one.
@@ -286,9 +314,13 @@ std::string Renderer::code(std::string& body, const KernelIr& ir, const std::str
       // A 16-bit float node: its float value rounded to its type. A conversion from f64 or an
       // integer rounds once, from the operand's value rounded to odd.
       const auto operand = static_cast<std::size_t>(s.args[0]);
-      if (s.op == Op::convert && reg_type[operand] != DType::f32) {
+      // (From a complex value: its real part.)
+      const bool complex = is_complex(reg_type[operand]);
+      const DType from_type = complex ? real_type(reg_type[operand]) : reg_type[operand];
+      if (s.op == Op::convert && from_type != DType::f32) {
         note_type(DType::f64);
-        value = "kiln_odd_f32((double)" + reg[operand] + ")";
+        value = "kiln_odd_f32((double)" + (complex ? "(" + reg[operand] + ").x" : reg[operand]) +
+                ")";
       }
       value = std::string(s.rounds_to == DType::f16 ? "kiln_round_f16(" : "kiln_round_bf16(") +
               value + ")";

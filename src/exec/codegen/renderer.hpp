@@ -52,6 +52,14 @@ std::string per_item(const Dialect& d, const char* var, std::int64_t n);
 // The definitions of the helpers `text` names (helpers.cpp), for each type the kernel uses.
 std::string helpers_for(const std::string& text, const Dialect& d, bool f64);
 
+// complex_math.cpp: op `op` computed in a complex type, as a C expression of {0} and {1} (values
+// of the dialect's complex type), or empty where kernels have no complex form of it; whether the
+// c64 form computes in double; the definitions of the complex helpers `text` names (for c64, and
+// for c128 too where `f64`).
+std::string_view complex_form(Op op);
+bool complex_form_needs_f64(Op op);
+std::string complex_helpers_for(const std::string& text, const Dialect& d, bool f64);
+
 class Renderer {
  public:
   Renderer(const GraphStructure& structure, const Dialect& dialect)
@@ -66,7 +74,7 @@ class Renderer {
   const std::string& argument(int slot);
 
   void note_type(DType t) {
-    if (t == DType::f64) r_.uses_f64 = true;
+    if (t == DType::f64 || t == DType::c128) r_.uses_f64 = true;
   }
 
   // The element type of a buffer of type t: a 16-bit float is the dialect's f16 storage (f16) or

@@ -1,8 +1,9 @@
 // The CUDA backend: the generated-kernel backend (exec/device/) on a CUDA device, its kernels
 // rendered in CUDA C (which spells out the NaN rule) and compiled by NVRTC for the device's
-// architecture, with matrix products through cuBLAS and convolutions through cuDNN. Kernels that run the user's C++ callables,
-// and complex values other than products, go to the runtime's host fallback, which KILN_DEBUG
-// names and kiln::executor_report() lists.
+// architecture, with matrix products through cuBLAS and convolutions through cuDNN. Kernels that
+// run the user's C++ callables, and the kernels of complex values the renderer has no form of
+// (render.hpp: renders_complex), go to the runtime's host fallback, which KILN_DEBUG names and
+// kiln::executor_report() lists.
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "exec/cuda/cublas_matmul.hpp"
 #include "exec/cuda/cuda_device.hpp"
 #include "exec/cuda/cudnn_convolution.hpp"
+#include "exec/codegen/render.hpp"
 #include "exec/device/generated_backend.hpp"
 #include "exec/matrix_layout.hpp"
 #include "exec/runtime.hpp"
@@ -38,16 +40,17 @@ class CudaBackend final : public device::GeneratedBackend {
     // takes seconds to build, 64 well under one (four launches instead of one).
     p.max_ops = 64;
     p.narrow_types = true;
-    p.complex_single_kernels = true;  // cuBLAS's complex products; the host does the rest
+    // Complex values: the elementwise ops with a complex form fused like the others, products
+    // through cuBLAS; the host computes the other kernels of complex values.
+    p.complex_single_kernels = true;
+    p.complex_elementwise = &renders_complex;
     return p;
   }
 
  protected:
   bool library_supports(const Kernel& k, std::string& reason) const override {
     if (k.kind == Kernel::Kind::matmul && use_blas_ && CublasMatmul::takes(*k.root)) return true;
-    reason = touches_complex_types(*k.root)
-                 ? "complex values: only matrix products run on the device (cuBLAS)"
-                 : "cuBLAS does not take it";
+    reason = "cuBLAS does not take it";
     return false;
   }
 

@@ -87,8 +87,6 @@ bool GeneratedBackend::follows_nan_rule() {
 }
 
 bool GeneratedBackend::supports(const Kernel& k, std::string& reason) const {
-  // Complex values: only what the backend's libraries take (the renderer has no complex types).
-  if (touches_complex_types(*k.root)) return library_supports(k, reason);
   if (can_render(k)) return true;
   return library_supports(k, reason) || (reason = render_refusal(k), false);
 }
@@ -96,7 +94,7 @@ bool GeneratedBackend::supports(const Kernel& k, std::string& reason) const {
 KernelOutcome GeneratedBackend::run(const KernelRun& r) {
   const Kernel& k = r.kernel;
   if (library_kernel(r)) return KernelOutcome::ran;
-  if (touches_complex_types(*k.root) || !can_render(k)) return KernelOutcome::unsupported;
+  if (!can_render(k)) return KernelOutcome::unsupported;
   const Prepared& p = prepare(r);
   const RenderedKernel& rk = p.rendered;
   // Inputs first: an in-place output below reuses the device copy an input may only now get.

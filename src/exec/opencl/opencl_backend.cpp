@@ -1,7 +1,8 @@
 // The OpenCL backend: the generated-kernel backend (exec/device/) on an OpenCL device, with
 // matrix products through CLBlast where it takes them. Only kernels that run the user's C++
-// callables, and complex values other than products, go to the runtime's host fallback, which
-// KILN_DEBUG names and kiln::executor_report() lists.
+// callables, and the kernels of complex values the renderer has no form of (render.hpp:
+// renders_complex), go to the runtime's host fallback, which KILN_DEBUG names and
+// kiln::executor_report() lists.
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <string_view>
 #include <variant>
 
+#include "exec/codegen/render.hpp"
 #include "exec/device/generated_backend.hpp"
 #include "exec/matrix_layout.hpp"
 #include "exec/opencl/clblast_matmul.hpp"
@@ -38,7 +40,10 @@ class OpenClBackend final : public device::GeneratedBackend {
     // memory traffic of cutting it saves.
     p.max_ops = 256;
     p.narrow_types = true;  // elementwise kernels and reductions (can_render)
-    p.complex_single_kernels = true;  // CLBlast's complex products; the host does the rest
+    // Complex values: the elementwise ops with a complex form fused like the others, products
+    // through CLBlast; the host computes the other kernels of complex values.
+    p.complex_single_kernels = true;
+    p.complex_elementwise = &renders_complex;
     return p;
   }
 
@@ -47,9 +52,7 @@ class OpenClBackend final : public device::GeneratedBackend {
     if (k.kind == Kernel::Kind::matmul && use_clblast_ &&
         clblast_takes(*k.root, device_->traits().fp64))
       return true;
-    reason = touches_complex_types(*k.root)
-                 ? "complex values: only matrix products run on the device (CLBlast)"
-                 : "CLBlast does not take it";
+    reason = "CLBlast does not take it";
     return false;
   }
 

@@ -1,0 +1,353 @@
+// Complex values in generated kernels: the ops the renderer computes in c64 and c128 (as C
+// expressions of helper calls), and the helpers' definitions. A complex value is the dialect's
+// vector of two floats (x the real part, y the imaginary part).
+//
+// The helpers follow what the reference computes with std::complex on the host (g++ and glibc):
+// C's Annex G for infinities and NaN (a product or quotient that comes out NaN + iNaN recovers
+// its infinities as libgcc's __mulsc3 and __divsc3 do; exp, log and sqrt have glibc's special
+// cases), c64 quotients computed in double as libgcc does where the hardware has doubles, c128
+// quotients by Smith's method with libgcc's scaling, and the overflow-avoiding rescaling of
+// glibc's clog and csqrt. Finite results agree with the reference to a few ulp; special values
+// exactly (NaN payloads aside).
+#include <array>
+#include <cstdio>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exec/codegen/renderer.hpp"
+
+namespace kiln::detail::codegen {
+
+std::string_view complex_form(Op op) {
+  switch (op) {
+    case Op::add: return "kiln_cadd({0}, {1})";
+    case Op::sub: return "kiln_csub({0}, {1})";
+    case Op::mul: return "kiln_cmul({0}, {1})";
+    case Op::div: return "kiln_cdiv({0}, {1})";
+    case Op::equal: return "kiln_ceq({0}, {1})";
+    case Op::not_equal: return "(!kiln_ceq({0}, {1}))";
+    case Op::assign: return "({1})";
+    case Op::complex: return "kiln_cpair({0}, {1})";
+    case Op::neg: return "kiln_cneg({0})";
+    case Op::conj: return "kiln_cconj({0})";
+    case Op::real:
+    case Op::convert: return "({0})";  // the cast to the node's type takes the real part
+    case Op::imag: return "kiln_cimag({0})";
+    case Op::abs: return "kiln_cabs({0})";
+    case Op::angle: return "kiln_carg({0})";
+    case Op::square: return "kiln_cmul({0}, {0})";
+    case Op::reciprocal: return "kiln_crecip({0})";
+    case Op::sigmoid: return "kiln_csigmoid({0})";
+    case Op::exp: return "kiln_cexp({0})";
+    case Op::log: return "kiln_clog({0})";
+    case Op::log10: return "kiln_clog10({0})";
+    case Op::sqrt: return "kiln_csqrt({0})";
+    // pow (exp(b log a)): where b log a has a large imaginary part, its last bit, which the
+    // device's log may round otherwise than glibc's, decides cos and sin of it; the host
+    // computes it, and the trigonometric and hyperbolic functions.
+    default: return {};
+  }
+}
+
+bool complex_form_needs_f64(Op op) {
+  // c64 quotients are computed in double (kiln_cdiv).
+  return op == Op::div || op == Op::reciprocal || op == Op::sigmoid;
+}
+
+namespace {
+
+// In the definitions: $C the complex type, $T the type of its parts, $F the suffix of its
+// literals, $INF and $NAN its infinity and NaN, $MAX, $MIN and $EPS its largest finite value,
+// smallest normal value and epsilon, $LN2 and $R2 ln 2 and 1/sqrt(2). A helper calls only
+// helpers before it. `wide` replaces `definition` for c128 where the two differ.
+struct ComplexHelper {
+  std::string_view name;
+  std::string_view definition;
+  std::string_view wide = {};
+};
+
+constexpr std::string_view kMulRecovery =
+    // Annex G: a product that is NaN + iNaN because of an infinite factor (or an overflow) is
+    // recomputed with the infinities boxed to +-1 and the NaN parts set to 0.
+    "  if (isnan(x) && isnan(y)) {\n"
+    "    int again = 0;\n"
+    "    if (isinf(a) || isinf(b)) {\n"
+    "      a = copysign(isinf(a) ? ($T)1 : ($T)0, a);\n"
+    "      b = copysign(isinf(b) ? ($T)1 : ($T)0, b);\n"
+    "      if (isnan(c)) c = copysign(($T)0, c);\n"
+    "      if (isnan(d)) d = copysign(($T)0, d);\n"
+    "      again = 1;\n"
+    "    }\n"
+    "    if (isinf(c) || isinf(d)) {\n"
+    "      c = copysign(isinf(c) ? ($T)1 : ($T)0, c);\n"
+    "      d = copysign(isinf(d) ? ($T)1 : ($T)0, d);\n"
+    "      if (isnan(a)) a = copysign(($T)0, a);\n"
+    "      if (isnan(b)) b = copysign(($T)0, b);\n"
+    "      again = 1;\n"
+    "    }\n"
+    "    if (!again && (isinf(ac) || isinf(bd) || isinf(ad) || isinf(bc))) {\n"
+    "      if (isnan(a)) a = copysign(($T)0, a);\n"
+    "      if (isnan(b)) b = copysign(($T)0, b);\n"
+    "      if (isnan(c)) c = copysign(($T)0, c);\n"
+    "      if (isnan(d)) d = copysign(($T)0, d);\n"
+    "      again = 1;\n"
+    "    }\n"
+    "    if (again) {\n"
+    "      x = $INF * (a * c - b * d);\n"
+    "      y = $INF * (a * d + b * c);\n"
+    "    }\n"
+    "  }\n";
+
+constexpr std::string_view kDivRecovery =
+    // Annex G: the quotients that come out NaN + iNaN though they have a value: nonzero / 0,
+    // infinite / finite, finite / infinite.
+    "  if (isnan(x) && isnan(y)) {\n"
+    "    if (c == 0 && d == 0 && (!isnan(a) || !isnan(b))) {\n"
+    "      x = copysign($INF, c) * a;\n"
+    "      y = copysign($INF, c) * b;\n"
+    "    } else if ((isinf(a) || isinf(b)) && isfinite(c) && isfinite(d)) {\n"
+    "      a = copysign(isinf(a) ? ($T)1 : ($T)0, a);\n"
+    "      b = copysign(isinf(b) ? ($T)1 : ($T)0, b);\n"
+    "      x = $INF * (a * c + b * d);\n"
+    "      y = $INF * (b * c - a * d);\n"
+    "    } else if ((isinf(c) || isinf(d)) && isfinite(a) && isfinite(b)) {\n"
+    "      c = copysign(isinf(c) ? ($T)1 : ($T)0, c);\n"
+    "      d = copysign(isinf(d) ? ($T)1 : ($T)0, d);\n"
+    "      x = ($T)0 * (a * c + b * d);\n"
+    "      y = ($T)0 * (b * c - a * d);\n"
+    "    }\n"
+    "  }\n";
+
+// Helpers whose text is assembled from the pieces above.
+std::string multiply() {
+  return "$C kiln_cmul($C z, $C w) {\n"
+         "  $T a = z.x, b = z.y, c = w.x, d = w.y;\n"
+         "  $T ac = a * c, bd = b * d, ad = a * d, bc = b * c;\n"
+         "  $T x = ac - bd, y = ad + bc;\n" +
+         std::string(kMulRecovery) + "  return kiln_cx(x, y);\n}";
+}
+std::string divide_in_double() {
+  // The parts in double: the plain formula then neither overflows nor loses precision.
+  return "$C kiln_cdiv($C z, $C w) {\n"
+         "  $T a = z.x, b = z.y, c = w.x, d = w.y;\n"
+         "  double aa = a, bb = b, cc = c, dd = d;\n"
+         "  double denominator = cc * cc + dd * dd;\n"
+         "  $T x = ($T)((aa * cc + bb * dd) / denominator);\n"
+         "  $T y = ($T)((bb * cc - aa * dd) / denominator);\n" +
+         std::string(kDivRecovery) + "  return kiln_cx(x, y);\n}";
+}
+std::string divide_by_smith() {
+  // Smith's method, dividing by the larger part of w, with the operands scaled first where the
+  // denominator would overflow or the quotient underflow.
+  return "$C kiln_cdiv($C z, $C w) {\n"
+         "  $T a = z.x, b = z.y, c = w.x, d = w.y, x, y;\n"
+         "  const $T big = $MAX / 2, tiny = $MIN, up = 1 / $EPS, limit = big * $EPS;\n"
+         "  int d_larger = fabs(c) < fabs(d);\n"
+         "  $T larger = d_larger ? fabs(d) : fabs(c);\n"
+         "  if (larger >= big) { a *= ($T)0.5; b *= ($T)0.5; c *= ($T)0.5; d *= ($T)0.5; }\n"
+         "  larger = d_larger ? fabs(d) : fabs(c);\n"
+         "  if (larger < $EPS ||\n"
+         "      (fabs(a) < tiny && fabs(b) < limit && larger < limit) ||\n"
+         "      (fabs(b) < tiny && fabs(a) < limit && larger < limit)) {\n"
+         "    a *= up; b *= up; c *= up; d *= up;\n"
+         "  }\n"
+         "  if (d_larger) {\n"
+         "    $T ratio = c / d, denominator = c * ratio + d;\n"
+         "    if (fabs(ratio) > tiny) {\n"
+         "      x = (a * ratio + b) / denominator;\n"
+         "      y = (b * ratio - a) / denominator;\n"
+         "    } else {\n"
+         "      x = (c * (a / d) + b) / denominator;\n"
+         "      y = (c * (b / d) - a) / denominator;\n"
+         "    }\n"
+         "  } else {\n"
+         "    $T ratio = d / c, denominator = d * ratio + c;\n"
+         "    if (fabs(ratio) > tiny) {\n"
+         "      x = (b * ratio + a) / denominator;\n"
+         "      y = (b - a * ratio) / denominator;\n"
+         "    } else {\n"
+         "      x = (a + d * (b / c)) / denominator;\n"
+         "      y = (b - d * (a / c)) / denominator;\n"
+         "    }\n"
+         "  }\n" +
+         std::string(kDivRecovery) + "  return kiln_cx(x, y);\n}";
+}
+
+const std::string& product_text() {
+  static const std::string text = multiply();
+  return text;
+}
+const std::string& narrow_quotient_text() {
+  static const std::string text = divide_in_double();
+  return text;
+}
+const std::string& wide_quotient_text() {
+  static const std::string text = divide_by_smith();
+  return text;
+}
+
+const std::vector<ComplexHelper>& complex_helpers() {
+  static const std::vector<ComplexHelper> helpers = {
+      {"kiln_cx", "$C kiln_cx($T re, $T im) { return $MAKE; }"},
+      {"kiln_cadd", "$C kiln_cadd($C a, $C b) { return kiln_cx(a.x + b.x, a.y + b.y); }"},
+      {"kiln_csub", "$C kiln_csub($C a, $C b) { return kiln_cx(a.x - b.x, a.y - b.y); }"},
+      {"kiln_cneg", "$C kiln_cneg($C a) { return kiln_cx(-a.x, -a.y); }"},
+      {"kiln_cconj", "$C kiln_cconj($C a) { return kiln_cx(a.x, -a.y); }"},
+      {"kiln_cimag", "$C kiln_cimag($C a) { return kiln_cx(a.y, ($T)0); }"},
+      {"kiln_cabs", "$C kiln_cabs($C a) { return kiln_cx(hypot(a.x, a.y), ($T)0); }"},
+      {"kiln_carg", "$C kiln_carg($C a) { return kiln_cx(atan2(a.y, a.x), ($T)0); }"},
+      {"kiln_cpair", "$C kiln_cpair($C a, $C b) { return kiln_cx(a.x, b.x); }"},
+      {"kiln_ceq", "int kiln_ceq($C a, $C b) { return a.x == b.x && a.y == b.y; }"},
+      {"kiln_cmul", product_text()},
+      {"kiln_cdiv", narrow_quotient_text(), wide_quotient_text()},
+      {"kiln_crecip", "$C kiln_crecip($C w) { return kiln_cdiv(kiln_cx(($T)1, ($T)0), w); }"},
+      {"kiln_cexp",
+       "$C kiln_cexp($C z) {\n"
+       "  $T x = z.x, y = z.y;\n"
+       "  if (isfinite(x)) {\n"
+       "    if (!isfinite(y)) return kiln_cx($NAN, $NAN);\n"
+       "    $T s = y, c = 1;\n"
+       "    if (y != 0) { s = sin(y); c = cos(y); }\n"
+       // exp(x) overflows before exp(x) cos(y) does: e^t taken into the factors up to twice.
+       "    const $T t = $EXP_LIMIT;\n"
+       "    if (x > t) {\n"
+       "      $T e = exp(t);\n"
+       "      x -= t; s *= e; c *= e;\n"
+       "      if (x > t) { x -= t; s *= e; c *= e; }\n"
+       "    }\n"
+       "    if (x > t) return kiln_cx($MAX * c, $MAX * s);\n"
+       "    $T e = exp(x);\n"
+       "    return kiln_cx(e * c, e * s);\n"
+       "  }\n"
+       "  if (isnan(x)) return kiln_cx(x, y == 0 ? y : x);\n"
+       "  if (x > 0) {\n"
+       "    if (y == 0) return kiln_cx(x, y);\n"
+       "    if (isfinite(y)) return kiln_cx(copysign(x, cos(y)), copysign(x, sin(y)));\n"
+       "    return kiln_cx(x, y - y);\n"
+       "  }\n"
+       "  if (isfinite(y)) return kiln_cx(copysign(($T)0, cos(y)), copysign(($T)0, sin(y)));\n"
+       "  return kiln_cx(($T)0, copysign(($T)0, y));\n}"},
+      {"kiln_clog",
+       "$C kiln_clog($C z) {\n"
+       "  $T x = z.x, y = z.y;\n"
+       "  if (isnan(x) || isnan(y)) return kiln_cx(isinf(x) || isinf(y) ? $INF : $NAN, $NAN);\n"
+       "  $T m = fmax(fabs(x), fabs(y));\n"
+       "  $T r = m > $MAX / 2 ? log(hypot(x * ($T)0.5, y * ($T)0.5)) + $LN2 : log(hypot(x, y));\n"
+       "  return kiln_cx(r, atan2(y, x));\n}"},
+      {"kiln_clog10",
+       "$C kiln_clog10($C z) {\n"
+       "  $C l = kiln_clog(z);\n  $T ten = log(($T)10);\n"
+       "  return kiln_cx(l.x / ten, l.y / ten);\n}"},
+      {"kiln_csqrt",
+       "$C kiln_csqrt($C z) {\n"
+       "  $T x = z.x, y = z.y;\n"
+       "  if (isinf(y)) return kiln_cx($INF, y);\n"
+       "  if (isinf(x)) {\n"
+       "    if (x < 0) return kiln_cx(isnan(y) ? $NAN : ($T)0, copysign($INF, y));\n"
+       "    return kiln_cx(x, isnan(y) ? $NAN : copysign(($T)0, y));\n"
+       "  }\n"
+       "  if (isnan(x) || isnan(y)) return kiln_cx($NAN, $NAN);\n"
+       "  if (y == 0) {\n"
+       "    if (x < 0) return kiln_cx(($T)0, copysign(sqrt(-x), y));\n"
+       "    return kiln_cx(fabs(sqrt(x)), copysign(($T)0, y));\n"
+       "  }\n"
+       "  if (x == 0) {\n"
+       "    $T r = fabs(y) >= 2 * $MIN ? $R2 * sqrt(fabs(y)) : ($T)0.5 * sqrt(2 * fabs(y));\n"
+       "    return kiln_cx(r, copysign(r, y));\n"
+       "  }\n"
+       // Scaled by 4 (and the root by 2) where d + |x| could overflow; tiny values scaled up.
+       "  int scale = 0;\n"
+       "  if (fabs(x) > $MAX / 4) {\n"
+       "    scale = 1; x = ldexp(x, -2); y = ldexp(y, -2);\n"
+       "  } else if (fabs(y) > $MAX / 4) {\n"
+       "    scale = 1; x = fabs(x) >= 4 * $MIN ? ldexp(x, -2) : ($T)0; y = ldexp(y, -2);\n"
+       "  } else if (fabs(x) < 2 * $MIN && fabs(y) < 2 * $MIN) {\n"
+       "    scale = -$HALF_DIGITS; x = ldexp(x, 2 * $HALF_DIGITS); y = ldexp(y, 2 * $HALF_DIGITS);\n"
+       "  }\n"
+       "  $T d = hypot(x, y), r, s;\n"
+       // 2 re(root) im(root) = y: the smaller part from the larger, without d - |x|.
+       "  if (x > 0) {\n"
+       "    r = sqrt(($T)0.5 * (d + x));\n"
+       "    if (scale == 1 && fabs(y) < 1) { s = y / r; r = ldexp(r, scale); scale = 0; }\n"
+       "    else s = ($T)0.5 * (y / r);\n"
+       "  } else {\n"
+       "    s = sqrt(($T)0.5 * (d - x));\n"
+       "    if (scale == 1 && fabs(y) < 1) { r = fabs(y / s); s = ldexp(s, scale); scale = 0; }\n"
+       "    else r = fabs(($T)0.5 * (y / s));\n"
+       "  }\n"
+       "  if (scale != 0) { r = ldexp(r, scale); s = ldexp(s, scale); }\n"
+       "  return kiln_cx(r, copysign(s, y));\n}"},
+      {"kiln_csigmoid",
+       "$C kiln_csigmoid($C x) {\n"
+       "  $C one = kiln_cx(($T)1, ($T)0);\n"
+       "  return kiln_cdiv(one, kiln_cadd(one, kiln_cexp(kiln_cneg(x))));\n}"},
+  };
+  return helpers;
+}
+
+std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+// `v` as a literal of the part type (hexadecimal: exact).
+std::string exact(double v, bool wide) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%a%s", v, wide ? "" : "f");
+  return text;
+}
+
+bool names(const std::string& text, std::string_view helper) {
+  return text.find(std::string(helper) + "(") != std::string::npos;
+}
+
+}  // namespace
+
+std::string complex_helpers_for(const std::string& text, const Dialect& d, bool f64) {
+  const auto& helpers = complex_helpers();
+  std::vector<bool> called(helpers.size());
+  std::string calls = text;
+  for (std::size_t i = helpers.size(); i-- > 0;) {
+    called[i] = names(calls, helpers[i].name);
+    if (called[i]) calls += std::string(helpers[i].definition) + std::string(helpers[i].wide);
+  }
+  std::string out;
+  for (const bool wide : {false, true}) {
+    if (wide && !f64) continue;
+    const DType part = wide ? DType::f64 : DType::f32, complex = wide ? DType::c128 : DType::c64;
+    const std::string C(d.type(complex)), T(d.type(part));
+    const std::string make_args[] = {C, "re", "im"};
+    auto limits = [&](auto zero) {
+      using L = std::numeric_limits<decltype(zero)>;
+      return std::array<std::string, 3>{exact(L::max(), wide), exact(L::min(), wide),
+                                        exact(L::epsilon(), wide)};
+    };
+    const auto [max, min, eps] = wide ? limits(0.0) : limits(0.0f);
+    for (std::size_t i = 0; i < helpers.size(); ++i) {
+      if (!called[i]) continue;
+      std::string s(wide && !helpers[i].wide.empty() ? helpers[i].wide : helpers[i].definition);
+      s = replace_all(std::move(s), "$MAKE", fill_template(d.make_complex, make_args));
+      s = replace_all(std::move(s), "$INF", "(" + T + ")" + std::string(d.infinity));
+      s = replace_all(std::move(s), "$NAN", "(" + T + ")" + std::string(d.nan));
+      s = replace_all(std::move(s), "$MAX", max);
+      s = replace_all(std::move(s), "$MIN", min);
+      s = replace_all(std::move(s), "$EPS", eps);
+      s = replace_all(std::move(s), "$LN2", exact(0.69314718055994530942, wide));
+      s = replace_all(std::move(s), "$R2", exact(0.70710678118654752440, wide));
+      // (digits + 1) / 2: the scale that brings tiny parts to normal values with room to spare.
+      // The whole part of ln(largest finite value).
+      s = replace_all(std::move(s), "$EXP_LIMIT", wide ? "($T)709" : "($T)88");
+      s = replace_all(std::move(s), "$HALF_DIGITS", std::to_string(wide ? 27 : 12));
+      s = replace_all(std::move(s), "$C", C);
+      s = replace_all(std::move(s), "$T", T);
+      out += std::string(d.function) + " " + s + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::detail::codegen
