@@ -67,7 +67,7 @@ const kd::Dialect* const kDialects[] = {&kd::kOpenClC, &kd::kCudaC, &kOpenClCWit
 const char* const kFamilies[] = {"elementwise", "materialize", "reduce",  "matmul",
                                  "uniform",     "copy",        "concat",  "softmax",
                                  "window2d",    "gather",      "scatter_add", "unwindow",
-                                 "scan",        "argsort"};
+                                 "scan",        "argsort",     "fft"};
 
 std::string family_of(const kd::Kernel& k) {
   switch (k.kind) {
@@ -86,6 +86,7 @@ std::string family_of(const kd::Kernel& k) {
     case kd::OpKind::indexing: return std::string(k.root->info().name);
     case kd::OpKind::scan: return "scan";
     case kd::OpKind::sort: return "argsort";
+    case kd::OpKind::spectral: return "fft";
     default: return "other";
   }
 }
@@ -355,6 +356,13 @@ std::vector<std::function<Tensor()>> graphs() {
   });
   for (DType t : {DType::f32, DType::f64})
     g.push_back([t] { return kiln::uniform({5, 7}, 11, t); });
+
+  // Fourier transforms of power-of-two lines: forward and inverse, of real and complex values,
+  // along either axis, through a view.
+  g.push_back([] { return kiln::fft(values(DType::c64, {3, 16})); });
+  g.push_back([] { return kiln::ifft(values(DType::f32, {8, 3}), std::nullopt, 0); });
+  g.push_back([] { return kiln::fft(kiln::permute(values(DType::c128, {4, 2}), {1, 0})); });
+  g.push_back([] { return kiln::fft(values(DType::f64, {2, 1})); });
   return g;
 }
 

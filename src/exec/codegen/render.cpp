@@ -39,7 +39,8 @@ bool can_render(const Kernel& k) {
           if (touches_complex_types(*n) && !renders_complex(*n)) return false;
         break;
       case Kernel::Kind::single:
-        if (k.root->info().kind != OpKind::copy && k.root->info().kind != OpKind::concat)
+        if (k.root->info().kind != OpKind::copy && k.root->info().kind != OpKind::concat &&
+            k.root->info().kind != OpKind::spectral)
           return false;
         break;
       default: return false;
@@ -66,6 +67,7 @@ bool can_render(const Kernel& k) {
         case OpKind::indexing:
         case OpKind::scan:
         case OpKind::sort: return true;
+        case OpKind::spectral: return fourier_fits(*k.root);
         default: return false;
       }
     case Kernel::Kind::reduce: {
@@ -93,6 +95,7 @@ RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStr
                                                : unwindow(k, structure, dialect, device);
       case OpKind::scan: return scan(k, structure, dialect, device);
       case OpKind::sort: return argsort(k, structure, dialect, device);
+      case OpKind::spectral: return fourier(k, structure, dialect, device);
       default: return uniform(k, structure, dialect, device);
     }
   }

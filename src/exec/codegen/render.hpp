@@ -49,8 +49,9 @@ struct RenderedKernel {
 
 // Kernels the renderer has a form for: elementwise (the body, its stored nodes), materialize,
 // reductions over adjacent axes, matmul, random_uniform, copies, concat, softmax, the 2-D window
-// ops, gather, scatter_add, unwindow, the scans and argsort: every op but the user's callables. `ir` is the lowered body (elementwise kernels and reductions
-// with a fused producer); unused otherwise.
+// ops, gather, scatter_add, unwindow, the scans, argsort and the fft of power-of-two lines: every
+// op but the user's callables, the LAPACK ops and the other Fourier transforms. `ir` is the
+// lowered body (elementwise kernels and reductions with a fused producer); unused otherwise.
 bool can_render(const Kernel& k);
 // Whether kernels compute node `n`, which has or reads complex values, inside a fused kernel:
 // the elementwise ops with a complex form (complex_math.cpp) and where. (can_render also takes
@@ -58,6 +59,9 @@ bool can_render(const Kernel& k);
 // functions, products of reductions and matrices and the other families of complex values
 // are left to the host or the backend's libraries.)
 bool renders_complex(const Node& n);
+// Whether the fft node `n` has lines the renderer transforms (spectral.cpp): a power-of-two
+// length whose values fit in 32 KiB of local memory.
+bool fourier_fits(const Node& n);
 RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
                              const Dialect& dialect, const DeviceTraits& device);
 

@@ -9,6 +9,8 @@
 //   windows.cpp      the 2-D window ops (convolution, max pooling, their gradients)
 //   indexing.cpp     gather, scatter_add, unwindow
 //   scans.cpp        cumsum, cumprod, argsort
+//   spectral.cpp     the Fourier transform of lines of a power-of-two length
+//   complex_math.cpp the ops computed in complex types and their helpers
 // helpers.cpp defines the kiln_* helper functions the registry's C templates and the families
 // call; render.cpp chooses the family of a kernel.
 #pragma once
@@ -151,6 +153,8 @@ RenderedKernel unwindow(const Kernel& k, const GraphStructure& structure, const 
 RenderedKernel scan(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                     const DeviceTraits& device);
 RenderedKernel argsort(const Kernel& k, const GraphStructure& structure, const Dialect& d,
+                       const DeviceTraits& device);
+RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                        const DeviceTraits& device);
 
 }  // namespace kiln::detail::codegen
