@@ -65,8 +65,8 @@ namespace {
 // helpers before it. `wide` replaces `definition` for c128 where the two differ.
 struct ComplexHelper {
   std::string_view name;
-  std::string_view definition;
-  std::string_view wide = {};
+  std::string definition;
+  std::string wide = {};
 };
 
 constexpr std::string_view kMulRecovery =
@@ -176,19 +176,6 @@ std::string divide_by_smith() {
          std::string(kDivRecovery) + "  return kiln_cx(x, y);\n}";
 }
 
-const std::string& product_text() {
-  static const std::string text = multiply();
-  return text;
-}
-const std::string& narrow_quotient_text() {
-  static const std::string text = divide_in_double();
-  return text;
-}
-const std::string& wide_quotient_text() {
-  static const std::string text = divide_by_smith();
-  return text;
-}
-
 const std::vector<ComplexHelper>& complex_helpers() {
   static const std::vector<ComplexHelper> helpers = {
       {"kiln_cx", "$C kiln_cx($T re, $T im) { return $MAKE; }"},
@@ -201,8 +188,8 @@ const std::vector<ComplexHelper>& complex_helpers() {
       {"kiln_carg", "$C kiln_carg($C a) { return kiln_cx(atan2(a.y, a.x), ($T)0); }"},
       {"kiln_cpair", "$C kiln_cpair($C a, $C b) { return kiln_cx(a.x, b.x); }"},
       {"kiln_ceq", "int kiln_ceq($C a, $C b) { return a.x == b.x && a.y == b.y; }"},
-      {"kiln_cmul", product_text()},
-      {"kiln_cdiv", narrow_quotient_text(), wide_quotient_text()},
+      {"kiln_cmul", multiply()},
+      {"kiln_cdiv", divide_in_double(), divide_by_smith()},
       {"kiln_crecip", "$C kiln_crecip($C w) { return kiln_cdiv(kiln_cx(($T)1, ($T)0), w); }"},
       {"kiln_cexp",
        "$C kiln_cexp($C z) {\n"
@@ -313,7 +300,7 @@ std::string complex_helpers_for(const std::string& text, const Dialect& d, bool 
   std::string calls = text;
   for (std::size_t i = helpers.size(); i-- > 0;) {
     called[i] = names(calls, helpers[i].name);
-    if (called[i]) calls += std::string(helpers[i].definition) + std::string(helpers[i].wide);
+    if (called[i]) calls += helpers[i].definition + helpers[i].wide;
   }
   std::string out;
   for (const bool wide : {false, true}) {
