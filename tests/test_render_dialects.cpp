@@ -332,15 +332,22 @@ std::vector<std::function<Tensor()>> graphs() {
   g.push_back([] {
     return kiln::unslide_window(values(DType::f32, {3, 5}), {11}, {3});
   });
+  g.push_back([] {  // complex values: gather, scatter_add and unwindow
+    const Tensor z = values(DType::c128, {3, 4});
+    const Tensor at = indices({0, 3, 1, 2, 2, 0}, {3, 2});
+    return kiln::scatter_add(z, 1, at, kiln::gather(z, 1, at)) +
+           kiln::unslide_window(kiln::sliding_window(z, {2, 2}, {1, 1}), {3, 4}, {1, 1});
+  });
   g.push_back([] {
     return kiln::unslide_window(values(DType::i64, {4, 3, 2}), {5, 4}, {2, 2});
   });
 
   // Scans and argsort.
-  for (DType t : {DType::f32, DType::i32, DType::i64, DType::f64}) {
+  for (DType t : {DType::f32, DType::i32, DType::i64, DType::f64, DType::c64}) {
     g.push_back([t] { return kiln::cumsum(values(t, {3, 4}), 1); });
     g.push_back([t] { return kiln::cumprod(values(t, {3, 4}), 0); });
-    g.push_back([t] { return kiln::argsort(values(t, {3, 4}), 1, t == DType::i32); });
+    if (!kiln::is_complex(t))
+      g.push_back([t] { return kiln::argsort(values(t, {3, 4}), 1, t == DType::i32); });
   }
 
   // matmul, concat, random_uniform.

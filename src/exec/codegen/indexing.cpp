@@ -55,7 +55,7 @@ RenderedKernel gather(const Kernel& k, const GraphStructure& structure, const Di
   std::string body = per_item(d, "i", n);
   r.load(body, "k_", structure.slot(k.inputs[1].node), k.inputs[1].view, "i");
   body += "  " + L + " k = (" + L + ")k_;\n  if (k < 0 || k >= " + number(data[axis]) +
-          ") { bad[0] = 1; out0[i] = 0; return; }\n";
+          ") { bad[0] = 1; out0[i] = " + literal(Scalar(0), root.dtype, d) + "; return; }\n";
   body += unravel(d, "u", "i", root.shape);
   r.load(body, "x", structure.slot(k.inputs[0].node), k.inputs[0].view,
          ravel("u", data, axis, "k"));
@@ -102,7 +102,8 @@ RenderedKernel scatter_add(const Kernel& k, const GraphStructure& structure, con
   body += "  if (k != u" + a + ") continue;\n";
   r.load(body, "y_", structure.slot(k.inputs[2].node), k.inputs[2].view,
          ravel("u", source, axis, "j"));
-  body += "  acc = kiln_add(acc, " + cast("y_", k.inputs[2].node->dtype, t, d) + ");\n  }\n  }\n";
+  body += "  acc = " + add_of(t) + "(acc, " + cast("y_", k.inputs[2].node->dtype, t, d) +
+          ");\n  }\n  }\n";
   body += "  out0[i] = acc;\n";
   return r.per_item_kernel(n, device, outputs, body);
 }
@@ -122,7 +123,7 @@ RenderedKernel unwindow(const Kernel& k, const GraphStructure& structure, const 
   std::vector<std::string> outputs = r.begin("kiln_unwindow", t);
   std::string body = per_item(d, "i", n);
   body += unravel(d, "p", "i", root.shape);
-  body += "  " + std::string(d.type(t)) + " acc = 0;\n";
+  body += "  " + std::string(d.type(t)) + " acc = " + literal(Scalar(0), t, d) + ";\n";
   std::string position = "0";
   for (std::size_t dim = 0; dim < rank; ++dim) {
     const std::string s = numbered("s", dim), p = numbered("p", dim);
@@ -142,7 +143,7 @@ RenderedKernel unwindow(const Kernel& k, const GraphStructure& structure, const 
     position = "(" + position + ") * " + number(windows[rank + dim]) + " + t" +
                std::to_string(dim) + " / " + number(root.attrs.dilation[dim]);
   r.load(body, "x_", structure.slot(k.inputs[0].node), k.inputs[0].view, position);
-  body += "  acc = kiln_add(acc, " + cast("x_", k.inputs[0].node->dtype, t, d) + ");\n";
+  body += "  acc = " + add_of(t) + "(acc, " + cast("x_", k.inputs[0].node->dtype, t, d) + ");\n";
   for (std::size_t dim = 0; dim < rank; ++dim) body += "  }\n";
   body += "  out0[i] = acc;\n";
   return r.per_item_kernel(n, device, outputs, body);

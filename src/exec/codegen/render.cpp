@@ -20,7 +20,7 @@ bool can_render(const Kernel& k) {
   for (const Node* n : k.body)
     if (n->info().kind == OpKind::custom) return false;
   // Complex values: fused elementwise kernels of the ops with a complex form, sums and means,
-  // views and copies.
+  // views, copies, concat, the indexing ops, the scans and the Fourier transform.
   bool complex = touches_complex_types(*k.root);
   for (const Node* n : k.body) complex = complex || touches_complex_types(*n);
   for (const KernelInput& in : k.inputs) complex = complex || is_complex(in.node->dtype);
@@ -38,10 +38,15 @@ bool can_render(const Kernel& k) {
         for (const Node* n : k.body)
           if (touches_complex_types(*n) && !renders_complex(*n)) return false;
         break;
-      case Kernel::Kind::single:
-        if (k.root->info().kind != OpKind::copy && k.root->info().kind != OpKind::concat &&
-            k.root->info().kind != OpKind::spectral)
-          return false;
+      case Kernel::Kind::single:  // moves, sums and products in the reference's order
+        switch (k.root->info().kind) {
+          case OpKind::copy:
+          case OpKind::concat:
+          case OpKind::indexing:
+          case OpKind::scan:
+          case OpKind::spectral: break;
+          default: return false;
+        }
         break;
       default: return false;
     }

@@ -40,6 +40,10 @@ std::string literal(const Scalar& s, DType t, const Dialect& d);
 // `expr`, a value of type `from`, as type `to` (convert_value's rules).
 std::string cast(const std::string& expr, DType from, DType to, const Dialect& d);
 
+// The helper adding (kiln_add, kiln_cadd) or multiplying (kiln_mul, kiln_cmul) values of type t.
+inline std::string add_of(DType t) { return is_complex(t) ? "kiln_cadd" : "kiln_add"; }
+inline std::string mul_of(DType t) { return is_complex(t) ? "kiln_cmul" : "kiln_mul"; }
+
 // Float arithmetic written out by a kernel family: `a op b` (op one of + - * /), or the helper
 // that applies the NaN rule where the dialect spells it out (kiln_add, ...); `f(x)` for a math
 // function likewise.

@@ -18,12 +18,12 @@ RenderedKernel scan(const Kernel& k, const GraphStructure& structure, const Dial
   std::string body = per_item(d, "g", l.outer * l.inner);
   body += "  " + L + " base = (g / " + number(l.inner) + ") * " + number(l.len * l.inner) + " + g % " +
           number(l.inner) + ";\n";
-  body += "  " + std::string(d.type(t)) + " running = 0;\n";
+  body += "  " + std::string(d.type(t)) + " running = " + literal(Scalar(0), t, d) + ";\n";
   body += "  for (" + L + " j = 0; j < " + number(l.len) + "; ++j) {\n";
   body += "  " + L + " at = base + j * " + number(l.inner) + ";\n";
   r.load(body, "x_", structure.slot(k.inputs[0].node), k.inputs[0].view, "at");
   const std::string x = cast("x_", k.inputs[0].node->dtype, t, d);
-  body += "  running = j == 0 ? " + x + " : " + (root.op == Op::cumsum ? "kiln_add" : "kiln_mul") +
+  body += "  running = j == 0 ? " + x + " : " + (root.op == Op::cumsum ? add_of(t) : mul_of(t)) +
           "(running, " + x + ");\n  out0[at] = running;\n  }\n";
   return r.per_item_kernel(l.outer * l.inner, device, outputs, body);
 }
