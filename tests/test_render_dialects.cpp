@@ -54,14 +54,16 @@ using kiln::DType;
 using kiln::Tensor;
 namespace kd = kiln::detail;
 
-// OpenCL C as a device whose arithmetic does not follow the NaN rule by itself gets it.
-constexpr kd::Dialect kOpenClCWithNanRule = [] {
+// OpenCL C as a device whose arithmetic does not follow the NaN rule by itself gets it, and as a
+// device without double arithmetic gets it (c64 quotients by Smith's method in float).
+constexpr kd::Dialect kOpenClCOtherDevice = [] {
   kd::Dialect d = kd::kOpenClC;
-  d.name = "OpenCL C with the NaN rule";
+  d.name = "OpenCL C with the NaN rule, without double arithmetic";
   d.nan_rule = true;
+  d.double_arithmetic = false;
   return d;
 }();
-const kd::Dialect* const kDialects[] = {&kd::kOpenClC, &kd::kCudaC, &kOpenClCWithNanRule};
+const kd::Dialect* const kDialects[] = {&kd::kOpenClC, &kd::kCudaC, &kOpenClCOtherDevice};
 
 // The families of kernels, as render_kernel tells them apart: each must be rendered at least once.
 const char* const kFamilies[] = {"elementwise", "materialize", "reduce",  "matmul",
@@ -283,6 +285,12 @@ std::vector<std::function<Tensor()>> graphs() {
   g.push_back([] { return kiln::mean(values(DType::f64, {3, 9000}), {1}); });
   g.push_back([] { return kiln::prod(values(DType::i64, {9000, 2}), {0}); });
   g.push_back([] { return kiln::sum(values(DType::f16, {10000})); });
+  // Complex values: sums (in the tree, split in two launches), means, products (in order), and
+  // real reductions of values computed from complex ones.
+  g.push_back([] { return kiln::sum(values(DType::c64, {4, 5}), {1}); });
+  g.push_back([] { return kiln::mean(values(DType::c128, {3, 9000}), {1}); });
+  g.push_back([] { return kiln::prod(kiln::exp(values(DType::c64, {4, 5})), {0}); });
+  g.push_back([] { return kiln::max(kiln::abs(values(DType::c64, {4, 5}) * 2.0), {1}); });
   g.push_back([] {
     return kiln::max(kiln::permute(values(DType::f32, {4, 5}), {1, 0}) + 1.0, {1});
   });

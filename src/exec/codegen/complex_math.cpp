@@ -10,6 +10,7 @@
 // glibc's clog and csqrt. Finite results agree with the reference to a few ulp; special values
 // exactly (NaN payloads aside).
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <limits>
@@ -53,16 +54,19 @@ std::string_view complex_form(Op op) {
 }
 
 bool complex_form_needs_f64(Op op) {
-  // c64 quotients are computed in double (kiln_cdiv).
-  return op == Op::div || op == Op::reciprocal || op == Op::sigmoid;
+  // c64 quotients and logarithms near 1 are computed in double (kiln_cdiv, kiln_clog) where the
+  // device has it.
+  return op == Op::div || op == Op::reciprocal || op == Op::sigmoid || op == Op::log ||
+         op == Op::log10;
 }
 
 namespace {
 
 // In the definitions: $C the complex type, $T the type of its parts, $F the suffix of its
 // literals, $INF and $NAN its infinity and NaN, $MAX, $MIN and $EPS its largest finite value,
-// smallest normal value and epsilon, $LN2 and $R2 ln 2 and 1/sqrt(2). A helper calls only
-// helpers before it. `wide` replaces `definition` for c128 where the two differ.
+// smallest normal value and epsilon, $LN2 and $LN10 ln 2 and ln 10 (as the host rounds them),
+// $X2Y2M1 big^2 + small^2 - 1 without cancellation. A helper calls only helpers before it.
+// `wide` replaces `definition` for c128 where the two differ.
 struct ComplexHelper {
   std::string_view name;
   std::string definition;
@@ -197,7 +201,7 @@ const std::vector<ComplexHelper>& complex_helpers() {
        "  if (isfinite(x)) {\n"
        "    if (!isfinite(y)) return kiln_cx($NAN, $NAN);\n"
        "    $T s = y, c = 1;\n"
-       "    if (y != 0) { s = sin(y); c = cos(y); }\n"
+       "    if (fabs(y) > $MIN) { s = sin(y); c = cos(y); }\n"
        // exp(x) overflows before exp(x) cos(y) does: e^t taken into the factors up to twice.
        "    const $T t = $EXP_LIMIT;\n"
        "    if (x > t) {\n"
@@ -221,13 +225,21 @@ const std::vector<ComplexHelper>& complex_helpers() {
        "$C kiln_clog($C z) {\n"
        "  $T x = z.x, y = z.y;\n"
        "  if (isnan(x) || isnan(y)) return kiln_cx(isinf(x) || isinf(y) ? $INF : $NAN, $NAN);\n"
-       "  $T m = fmax(fabs(x), fabs(y));\n"
-       "  $T r = m > $MAX / 2 ? log(hypot(x * ($T)0.5, y * ($T)0.5)) + $LN2 : log(hypot(x, y));\n"
+       "  $T big = fmax(fabs(x), fabs(y)), small = fmin(fabs(x), fabs(y)), r;\n"
+       "  if (big > $MAX / 2) {\n"
+       "    r = log(hypot(x * ($T)0.5, y * ($T)0.5)) + $LN2;\n"
+       // Near |z| = 1, log |z| is log1p(|z|^2 - 1) / 2 with |z|^2 - 1 computed without
+       // cancellation (glibc's precision there).
+       "  } else if (big >= ($T)0.5 && big < ($T)2) {\n"
+       "    r = log1p($X2Y2M1) / 2;\n"
+       "  } else {\n"
+       "    r = log(hypot(x, y));\n"
+       "  }\n"
        "  return kiln_cx(r, atan2(y, x));\n}"},
       {"kiln_clog10",
        "$C kiln_clog10($C z) {\n"
-       "  $C l = kiln_clog(z);\n  $T ten = log(($T)10);\n"
-       "  return kiln_cx(l.x / ten, l.y / ten);\n}"},
+       "  $C l = kiln_clog(z);\n"
+       "  return kiln_cx(l.x / $LN10, l.y / $LN10);\n}"},
       {"kiln_csqrt",
        "$C kiln_csqrt($C z) {\n"
        "  $T x = z.x, y = z.y;\n"
@@ -242,7 +254,7 @@ const std::vector<ComplexHelper>& complex_helpers() {
        "    return kiln_cx(fabs(sqrt(x)), copysign(($T)0, y));\n"
        "  }\n"
        "  if (x == 0) {\n"
-       "    $T r = fabs(y) >= 2 * $MIN ? $R2 * sqrt(fabs(y)) : ($T)0.5 * sqrt(2 * fabs(y));\n"
+       "    $T r = fabs(y) >= 2 * $MIN ? sqrt(($T)0.5 * fabs(y)) : ($T)0.5 * sqrt(2 * fabs(y));\n"
        "    return kiln_cx(r, copysign(r, y));\n"
        "  }\n"
        // Scaled by 4 (and the root by 2) where d + |x| could overflow; tiny values scaled up.
@@ -314,17 +326,26 @@ std::string complex_helpers_for(const std::string& text, const Dialect& d, bool 
                                         exact(L::epsilon(), wide)};
     };
     const auto [max, min, eps] = wide ? limits(0.0) : limits(0.0f);
+    // c64 quotients in double where the device has it (as libgcc on hardware with doubles),
+    // else by Smith's method in float (as libgcc without); the same for |z|^2 - 1.
+    const bool in_double = !wide && d.double_arithmetic;
     for (std::size_t i = 0; i < helpers.size(); ++i) {
       if (!called[i]) continue;
-      std::string s(wide && !helpers[i].wide.empty() ? helpers[i].wide : helpers[i].definition);
+      const bool smith = helpers[i].name == "kiln_cdiv" && !in_double;
+      std::string s(wide || smith ? (helpers[i].wide.empty() ? helpers[i].definition : helpers[i].wide)
+                                  : helpers[i].definition);
       s = replace_all(std::move(s), "$MAKE", fill_template(d.make_complex, make_args));
       s = replace_all(std::move(s), "$INF", "(" + T + ")" + std::string(d.infinity));
       s = replace_all(std::move(s), "$NAN", "(" + T + ")" + std::string(d.nan));
       s = replace_all(std::move(s), "$MAX", max);
       s = replace_all(std::move(s), "$MIN", min);
       s = replace_all(std::move(s), "$EPS", eps);
+      s = replace_all(std::move(s), "$X2Y2M1",
+                      in_double ? "($T)((double)big * big + (double)small * small - 1.0)"
+                                : "fma(small, small, fma(big, big, ($T)-1))");
       s = replace_all(std::move(s), "$LN2", exact(0.69314718055994530942, wide));
-      s = replace_all(std::move(s), "$R2", exact(0.70710678118654752440, wide));
+      s = replace_all(std::move(s), "$LN10",
+                      wide ? exact(std::log(10.0), true) : exact(std::log(10.0f), false));
       // (digits + 1) / 2: the scale that brings tiny parts to normal values with room to spare.
       // The whole part of ln(largest finite value).
       s = replace_all(std::move(s), "$EXP_LIMIT", wide ? "($T)709" : "($T)88");

@@ -64,6 +64,10 @@ struct Dialect {
   // for devices whose arithmetic does not give the host's NaN bits by itself (NVIDIA's make one
   // canonical NaN). A device sets it on its copy of the dialect.
   bool nan_rule = false;
+  // Whether the device computes in double (OpenCL's cl_khr_fp64): c64 quotients and logarithms
+  // near 1 then go through double, as libgcc and glibc compute them on the host. A device sets
+  // it on its copy of the dialect.
+  bool double_arithmetic = true;
 
   std::string_view type(DType t) const {
     switch (t) {

@@ -41,8 +41,12 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   const std::string start = complex ? literal(Scalar(op == Op::prod ? 1.0 : 0.0), acc_type, d)
                                     : std::string(op == Op::prod ? "1" : "0");
   const std::string T(d.type(value_type)), A(d.type(acc_type)), L = r.i64();
+  // A complex product runs in the reference's order, one work-item per output: which of
+  // infinity and NaN a product of infinities gives depends on the order.
+  const bool in_order = complex && op == Op::prod;
   int group = 1;
-  while (group < 256 && group < reduced && static_cast<std::size_t>(group) * 2 <= device.max_group)
+  while (!in_order && group < 256 && group < reduced &&
+         static_cast<std::size_t>(group) * 2 <= device.max_group)
     group *= 2;
 
   // Few outputs of many terms each: `parts` work-groups share each output, every one summing a
@@ -50,7 +54,7 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   // the whole device works and the bits stay the same on every run.
   const std::int64_t outputs_n = outer * inner;
   std::int64_t parts = 1;
-  if (!extreme && outputs_n < 64 && reduced >= 8192) {
+  if (!extreme && !in_order && outputs_n < 64 && reduced >= 8192) {
     parts = std::min<std::int64_t>(reduced / (group * 32), 1024);
     while (parts > 1 && outputs_n * parts > 4096) parts /= 2;
   }
@@ -134,10 +138,10 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
     std::string total = "accs[0]";
     if (op == Op::mean && is_float(acc_type))
       total = arithmetic(d, "accs[0]", '/', "(" + A + ")" + number(reduced));
-    if (op == Op::mean && complex) {  // divided by (count, 0), as the reference divides
-      r.note_type(DType::f64);          // (c64 quotients are computed in double)
-      total = "kiln_cdiv(accs[0], " + literal(Scalar(static_cast<double>(reduced)), acc_type, d) +
-              ")";
+    if (op == Op::mean && complex) {  // each part divided by the count, as the reference does
+      const std::string count = literal(Scalar(static_cast<double>(reduced)), real_type(acc_type), d);
+      const std::string args[] = {A, "accs[0].x / " + count, "accs[0].y / " + count};
+      total = fill_template(d.make_complex, args);
     }
     result = cast(cast(total, acc_type, value_type, d), value_type, out_type, d);
   }

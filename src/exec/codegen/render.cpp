@@ -19,8 +19,8 @@ bool renders_complex(const Node& n) {
 bool can_render(const Kernel& k) {
   for (const Node* n : k.body)
     if (n->info().kind == OpKind::custom) return false;
-  // Complex values: fused elementwise kernels of the ops with a complex form, sums and means,
-  // views, copies, concat, the indexing ops, the scans and the Fourier transform.
+  // Complex values: fused elementwise kernels of the ops with a complex form, reductions, views,
+  // copies, concat, the indexing ops, the scans and the Fourier transform.
   bool complex = touches_complex_types(*k.root);
   for (const Node* n : k.body) complex = complex || touches_complex_types(*n);
   for (const KernelInput& in : k.inputs) complex = complex || is_complex(in.node->dtype);
@@ -31,10 +31,9 @@ bool can_render(const Kernel& k) {
           if (touches_complex_types(*n) && !renders_complex(*n)) return false;
         break;
       case Kernel::Kind::materialize: break;
-      // Sums and means, with their fused producers. (Products of infinities and NaN depend on
-      // their order, which the device's tree does not keep: the host computes them.)
+      // With their fused producers (the reductions of complex values are sums, means and
+      // products; the others reduce real values computed from complex ones).
       case Kernel::Kind::reduce:
-        if (k.root->op != Op::sum && k.root->op != Op::mean) return false;
         for (const Node* n : k.body)
           if (touches_complex_types(*n) && !renders_complex(*n)) return false;
         break;

@@ -55,9 +55,9 @@ struct RenderedKernel {
 bool can_render(const Kernel& k);
 // Whether kernels compute node `n`, which has or reads complex values, inside a fused kernel:
 // the elementwise ops with a complex form (complex_math.cpp) and where. (can_render also takes
-// sums and means of complex values, copies and concat; pow, the trigonometric and hyperbolic
-// functions, products of reductions and matrices and the other families of complex values
-// are left to the host or the backend's libraries.)
+// the reductions, copies, concat, indexing ops, scans and Fourier transforms of complex values;
+// pow and the trigonometric and hyperbolic functions of complex values are left to the host,
+// matrix products to the backend's libraries.)
 bool renders_complex(const Node& n);
 // Whether the fft node `n` has lines the renderer transforms (spectral.cpp): a power-of-two
 // length whose values fit in 32 KiB of local memory.

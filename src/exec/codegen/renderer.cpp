@@ -275,7 +275,8 @@ std::string Renderer::code(std::string& body, const KernelIr& ir, const std::str
       expr = "(" + args[0] + " != 0 ? " + args[1] + " : " + args[2] + ")";
     } else if (is_complex(s.compute)) {
       expr = fill_template(complex_form(s.op), args);
-      if (s.compute == DType::c64 && complex_form_needs_f64(s.op)) note_type(DType::f64);
+      if (s.compute == DType::c64 && d_.double_arithmetic && complex_form_needs_f64(s.op))
+        note_type(DType::f64);
       if (info.type_rule == TypeRule::to_bool) from = DType::i32;
     } else if (!info.c_template.empty()) {
       expr = fill_template(info.c_template, args);

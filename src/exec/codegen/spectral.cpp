@@ -74,11 +74,11 @@ RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const D
   body += "      " + L + " pos = b & (span - 1), i0 = ((b - pos) << 1) + pos, i1 = i0 + span;\n";
   body += "      " + T + " phase = (" + T + ")(pos * (" + number(len) + " / (2 * span))) * " +
           phase_step + ";\n";
-  body += "      " + T + " c = cos(phase), s = sin(phase);\n";
-  body += "      " + C + " u = line[i0], v = line[i1];\n";
-  body += "      " + T + " re = v.x * c - v.y * s, im = v.x * s + v.y * c;\n";
-  body += "      line[i0] = " + make("u.x + re", "u.y + im") + ";\n";
-  body += "      line[i1] = " + make("u.x - re", "u.y - im") + ";\n";
+  // The product as std::complex computes it (infinities recovered), as KISS FFT's.
+  body += "      " + C + " u = line[i0], v = kiln_cmul(line[i1], " + make("cos(phase)", "sin(phase)") +
+          ");\n";
+  body += "      line[i0] = " + make("u.x + v.x", "u.y + v.y") + ";\n";
+  body += "      line[i1] = " + make("u.x - v.x", "u.y - v.y") + ";\n";
   body += "    }\n    " + barrier + ";\n  }\n";
   std::string value = "line[j]";
   if (root.attrs.inverse) {

@@ -58,6 +58,7 @@ struct GeneratedBackend::Prepared final : PreparedKernel {
 
 GeneratedBackend::GeneratedBackend(std::shared_ptr<DeviceApi> device)
     : device_(std::move(device)), programs_(*device_), dialect_(device_->dialect()) {
+  dialect_.double_arithmetic = device_->traits().fp64;
   // KILN_NAN_RULE=1 spells the rule out on any device (to test that code where the device follows
   // the rule by itself), =0 never.
   const char* forced = std::getenv("KILN_NAN_RULE");

@@ -103,7 +103,12 @@ template <class T> struct Reduction {
       case Op::sum:
       case Op::prod: return convert_value<O>(static_cast<T>(acc));
       case Op::mean:
-        if constexpr (std::is_floating_point_v<Acc> || is_complex_v<Acc>)
+        // A complex sum's parts are divided each (not a complex quotient, whose special values
+        // would depend on how the compiler lowers a division by (count, 0)).
+        if constexpr (is_complex_v<Acc>)
+          return convert_value<O>(static_cast<T>(Acc(acc.real() / static_cast<double>(count),
+                                                     acc.imag() / static_cast<double>(count))));
+        else if constexpr (std::is_floating_point_v<Acc>)
           return convert_value<O>(static_cast<T>(acc / static_cast<Acc>(count)));
         return convert_value<O>(acc);
       case Op::min:
