@@ -69,14 +69,20 @@ RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const D
                                                                          static_cast<float>(step))
                                                                    : step),
                                          part, d);
+  const auto twiddle = [&](const std::string& pos) {
+    return "(" + T + ")((" + pos + ") * (" + number(len) + " / (2 * span))) * " + phase_step;
+  };
   body += "  for (" + L + " span = 1; span < " + number(len) + "; span <<= 1) {\n";
+  // While span <= G, the butterflies of a work-item (b = l + m G) share one twiddle: computed once.
+  body += "    " + T + " own = " + twiddle("l & (span - 1)") + ";\n";
+  body += "    " + C + " shared = " + make("cos(own)", "sin(own)") + ";\n";
   body += "    for (" + L + " b = l; b < " + number(len / 2) + "; b += " + G + ") {\n";
   body += "      " + L + " pos = b & (span - 1), i0 = ((b - pos) << 1) + pos, i1 = i0 + span;\n";
-  body += "      " + T + " phase = (" + T + ")(pos * (" + number(len) + " / (2 * span))) * " +
-          phase_step + ";\n";
+  body += "      " + C + " w = shared;\n";
+  body += "      if (span > " + G + ") {\n        " + T + " phase = " + twiddle("pos") +
+          ";\n        w = " + make("cos(phase)", "sin(phase)") + ";\n      }\n";
   // The product as std::complex computes it (infinities recovered), as KISS FFT's.
-  body += "      " + C + " u = line[i0], v = kiln_cmul(line[i1], " + make("cos(phase)", "sin(phase)") +
-          ");\n";
+  body += "      " + C + " u = line[i0], v = kiln_cmul(line[i1], w);\n";
   body += "      line[i0] = " + make("u.x + v.x", "u.y + v.y") + ";\n";
   body += "      line[i1] = " + make("u.x - v.x", "u.y - v.y") + ";\n";
   body += "    }\n    " + barrier + ";\n  }\n";
