@@ -5,8 +5,9 @@ set -euo pipefail
 
 # graphviz: the tests parse kiln::to_dot's output with dot; python3-numpy: a test reads kiln's
 # .npy files with numpy.load. libpng-dev, libturbojpeg0-dev, libgif-dev: the image decoders.
-# libopenmpi-dev, openmpi-bin: kiln::distributed and its tests under mpirun.
-PACKAGES=(build-essential cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config
+# libopenmpi-dev, openmpi-bin: kiln::distributed and its tests under mpirun. ccache: builds
+# compile through it (cmake/compiler_cache.cmake).
+PACKAGES=(build-essential cmake ninja-build ccache g++ libgtest-dev libgmock-dev pkg-config
           libdnnl-dev libopenblas-dev libsleef-dev libstb-dev zlib1g-dev libkissfft-dev
           libpng-dev libturbojpeg0-dev libgif-dev libopenmpi-dev openmpi-bin
           dataset-fashion-mnist
