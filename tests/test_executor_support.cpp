@@ -155,8 +155,7 @@ TEST(ExecutorSupport, OpenClFallbacksArePinned) {
   } catch (const kiln::Error& e) {
     GTEST_SKIP() << "no OpenCL device here: " << e.what();
   }
-  // The fft of lines that are not a power of two, the LAPACK ops, and the one-node kernels of
-  // narrow types the renderer has no form for.
+  // The LAPACK ops, and the one-node kernels of narrow types the renderer has no form for.
   expect_table(*opencl, {
                           "matmul matmul bf16",
                           "matmul matmul bool",
@@ -172,8 +171,6 @@ TEST(ExecutorSupport, OpenClFallbacksArePinned) {
                           "single conv2d f16",
                           "single cumsum bf16",
                           "single cumsum f16",
-                          "single fft c128",
-                          "single fft c64",
                           "single gather bf16",
                           "single gather bool",
                           "single gather f16",

@@ -372,12 +372,21 @@ std::vector<std::function<Tensor()>> graphs() {
   for (DType t : {DType::f32, DType::f64})
     g.push_back([t] { return kiln::uniform({5, 7}, 11, t); });
 
-  // Fourier transforms of power-of-two lines: forward and inverse, of real and complex values,
-  // along either axis, through a view.
+  // Fourier transforms, forward and inverse, of real and complex values, along either axis,
+  // through a view: lengths that are powers of two, then of mixed radices, then long lines.
   g.push_back([] { return kiln::fft(values(DType::c64, {3, 16})); });
   g.push_back([] { return kiln::ifft(values(DType::f32, {8, 3}), std::nullopt, 0); });
   g.push_back([] { return kiln::fft(kiln::permute(values(DType::c128, {4, 2}), {1, 0})); });
   g.push_back([] { return kiln::fft(values(DType::f64, {2, 1})); });
+  // 2^2 3, 3 5 7 (axis 0, inverse), 61 (the largest radix), and of the narrow floats.
+  g.push_back([] { return kiln::fft(values(DType::c64, {2, 12})); });
+  g.push_back([] { return kiln::fft(values(DType::f16, {2, 6})); });
+  g.push_back([] { return kiln::ifft(values(DType::bf16, {5, 2}), std::nullopt, 0); });
+  g.push_back([] { return kiln::ifft(values(DType::f32, {105, 2}), std::nullopt, 0); });
+  g.push_back([] { return kiln::fft(values(DType::c128, {61})); });
+  // Lines over 32 KiB, transformed in the output buffer.
+  g.push_back([] { return kiln::fft(values(DType::c64, {1, 8192})); });
+  g.push_back([] { return kiln::ifft(values(DType::c128, {2, 3000})); });
   return g;
 }
 

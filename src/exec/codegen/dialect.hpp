@@ -31,6 +31,7 @@ struct Dialect {
   std::string_view local_id;       // its index in its work-group
   std::string_view group_id;       // the work-group's index
   std::string_view barrier;        // waits for the work-group, memory shared by it made visible
+  std::string_view global_barrier; // the same for the buffers' memory
   std::string_view function;       // before a helper function (overloadable where C needs it)
   std::string_view fixed_group;    // instead of `kernel`, before the name of an entry point that
                                    // needs exactly the work-group size %d stands for
@@ -106,6 +107,7 @@ inline constexpr Dialect kOpenClC{
     .local_id = "get_local_id(0)",
     .group_id = "get_group_id(0)",
     .barrier = "barrier(CLK_LOCAL_MEM_FENCE)",
+    .global_barrier = "barrier(CLK_GLOBAL_MEM_FENCE)",
     .function = "__attribute__((overloadable))",
     .fixed_group = "__attribute__((reqd_work_group_size(%d, 1, 1))) __kernel void",
     .preamble = "#pragma OPENCL FP_CONTRACT OFF\n",
@@ -166,6 +168,7 @@ inline constexpr Dialect kCudaC{
     .local_id = "threadIdx.x",
     .group_id = "blockIdx.x",
     .barrier = "__syncthreads()",
+    .global_barrier = "__syncthreads()",
     .function = "__device__",
     .fixed_group = "extern \"C\" __global__ void __launch_bounds__(%d)",
     .preamble = "",

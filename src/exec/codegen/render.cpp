@@ -50,12 +50,14 @@ bool can_render(const Kernel& k) {
       default: return false;
     }
   }
-  // Narrow types (f16, bf16, bool): elementwise kernels, copies through views and reductions.
+  // Narrow types (f16, bf16, bool): elementwise kernels, copies through views, reductions, and
+  // the Fourier transform of them (read as the complex type).
   bool narrow = touches_narrow_types(*k.root);
   for (const Node* n : k.body) narrow = narrow || touches_narrow_types(*n);
   for (const KernelInput& in : k.inputs) narrow = narrow || is_narrow(in.node->dtype);
+  const bool transform = k.kind == Kernel::Kind::single && k.root->info().kind == OpKind::spectral;
   if (narrow && k.kind != Kernel::Kind::elementwise && k.kind != Kernel::Kind::materialize &&
-      k.kind != Kernel::Kind::reduce)
+      k.kind != Kernel::Kind::reduce && !transform)
     return false;
   switch (k.kind) {
     case Kernel::Kind::elementwise:

@@ -56,11 +56,10 @@ bool can_render(const Kernel& k);
 // Whether kernels compute node `n`, which has or reads complex values, inside a fused kernel:
 // the elementwise ops with a complex form (complex_math.cpp) and where. (can_render also takes
 // the reductions, copies, concat, indexing ops, scans and Fourier transforms of complex values;
-// pow and the trigonometric and hyperbolic functions of complex values are left to the host,
-// matrix products to the backend's libraries.)
+// pow of complex values is left to the host, matrix products to the backend's libraries.)
 bool renders_complex(const Node& n);
-// Whether the fft node `n` has lines the renderer transforms (spectral.cpp): a power-of-two
-// length whose values fit in 32 KiB of local memory.
+// Whether the fft node `n` has lines the renderer transforms (spectral.cpp): a length without a
+// prime factor above 64.
 bool fourier_fits(const Node& n);
 RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
                              const Dialect& dialect, const DeviceTraits& device);
