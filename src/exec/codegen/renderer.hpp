@@ -9,7 +9,7 @@
 //   windows.cpp      the 2-D window ops (convolution, max pooling, their gradients)
 //   indexing.cpp     gather, scatter_add, unwindow
 //   scans.cpp        cumsum, cumprod, argsort
-//   spectral.cpp     the Fourier transform of lines that fit in local memory
+//   spectral.cpp     the Fourier transform (lines in local memory or in the output buffer)
 //   complex_math.cpp the ops computed in complex types and their helpers
 // helpers.cpp defines the kiln_* helper functions the registry's C templates and the families
 // call; render.cpp chooses the family of a kernel.

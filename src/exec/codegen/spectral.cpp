@@ -5,8 +5,9 @@
 // longer one in the output buffer itself. Powers of two run radix-2 stages in a loop; other
 // lengths one unrolled stage per factor, 2s first, each odd factor p a p-point DFT with the p-th
 // roots as constants. The twiddles exp(-+2 pi i k / n) are computed as the reference's KISS FFT
-// computes them (the phase k * (-+2 pi / n) in the parts' precision), so results agree with it to
-// rounding. Other lengths go to the host (render.cpp: fourier_fits).
+// computes them (the phase k * (-+2 pi / n) in the parts' precision), so finite results agree with
+// it to rounding (KISS's own radix-3, 4 and 5 butterflies may place infinities and NaN otherwise).
+// Other lengths go to the host (render.cpp: fourier_fits).
 #include <cmath>
 #include <cstdio>
 #include <numbers>
