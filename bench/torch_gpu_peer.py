@@ -84,6 +84,10 @@ za, zb = torch.complex(r(512, 512), r(512, 512)), torch.complex(r(512, 512), r(5
 row("c64 matmul 512x512", median_ms(lambda: za @ zb), flops=8 * 512**3)
 zf = torch.complex(r(256, 4096), r(256, 4096))
 row("c64 fft [256,4096] last dim", median_ms(lambda: torch.fft.fft(zf, dim=-1)))
+zm = torch.complex(r(256, 1000), r(256, 1000))
+row("c64 fft [256,1000] last dim", median_ms(lambda: torch.fft.fft(zm, dim=-1)))
+zl = torch.complex(r(16, 65536), r(16, 65536))
+row("c64 fft [16,65536] last dim", median_ms(lambda: torch.fft.fft(zl, dim=-1)))
 t4 = r(4)
 
 

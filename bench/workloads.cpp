@@ -1,4 +1,5 @@
 // The workloads of issue 6's benchmark table and their input data.
+#include <cmath>
 #include <random>
 
 #include "bench.hpp"
@@ -74,6 +75,11 @@ std::vector<Workload> all_workloads() {
   // 5 n log2(n) flops per transform of n points (the radix-2 count).
   w.push_back(compute_bound("c64 fft [256,4096] last dim", Kind::fft, {{256, 4096}, {256, 4096}},
                             256 * 5 * 4096.0 * 12));
+  // A length of mixed factors (2^3 5^3), and lines longer than a work-group's local memory.
+  w.push_back(compute_bound("c64 fft [256,1000] last dim", Kind::fft, {{256, 1000}, {256, 1000}},
+                            256 * 5 * 1000.0 * std::log2(1000.0)));
+  w.push_back(compute_bound("c64 fft [16,65536] last dim", Kind::fft, {{16, 65536}, {16, 65536}},
+                            16 * 5 * 65536.0 * 16));
   w.push_back(Workload{"10k x=x+1 on [4], one eval (us/op)", Kind::op_chain_lazy, {{4}}, 0, 0,
                        10'000, false});
   w.push_back(Workload{"10k x=x+1 on [4], eval each (us/op)", Kind::op_chain_eager, {{4}}, 0, 0,
