@@ -387,6 +387,9 @@ std::vector<std::function<Tensor()>> graphs() {
   // Lines over 32 KiB, transformed in the output buffer.
   g.push_back([] { return kiln::fft(values(DType::c64, {1, 8192})); });
   g.push_back([] { return kiln::ifft(values(DType::c128, {2, 3000})); });
+  // A prime factor above 64 (Bluestein's method), in local memory and in scratch.
+  g.push_back([] { return kiln::fft(values(DType::c64, {2, 67})); });
+  g.push_back([] { return kiln::ifft(values(DType::c128, {1, 4099}), std::nullopt, 0); });
   return g;
 }
 

@@ -6,13 +6,14 @@
 // C's Annex G for infinities and NaN (a product or quotient that comes out NaN + iNaN recovers
 // its infinities as libgcc's __mulsc3 and __divsc3 do; exp, log and sqrt have glibc's special
 // cases), c64 quotients computed in double as libgcc does where the hardware has doubles, c128
-// quotients by Smith's method with libgcc's scaling, and the overflow-avoiding rescaling of
-// glibc's clog and csqrt; sin, cos, tan and their hyperbolic forms take glibc's cases, its
-// rescaling by e^t where sinh or cosh of the real part would overflow before the result does, and
-// its tanh of a large real part as 4 sin cos / e^2x; the inverse functions glibc's cases and its
-// asinh kernel, which picks a formula free of cancellation and overflow for each region of the
-// plane). Finite results agree with the reference to a few ulp; special values
-// exactly (NaN payloads aside).
+// quotients by Smith's method with libgcc's scaling, the rescaling of glibc's clog (of huge and
+// of subnormal values) and csqrt, and its cpow, exp(b log a); sin, cos, tan and their hyperbolic
+// forms take glibc's cases, its rescaling by e^t where sinh or cosh of the real part would
+// overflow before the result does, and its tanh of a large real part as 4 sin cos / e^2x; the
+// inverse functions glibc's cases and its asinh kernel, which picks a formula free of
+// cancellation and overflow for each region of the plane). Finite results agree with the
+// reference to a few ulp of their modulus; special values exactly (NaN payloads aside), but for
+// the signs that a huge phase gives a value infinite in both parts.
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -63,9 +64,7 @@ std::string_view complex_form(Op op) {
     case Op::asinh: return "kiln_casinh({0})";
     case Op::acosh: return "kiln_cacosh({0})";
     case Op::atanh: return "kiln_catanh({0})";
-    // pow (exp(b log a)): where b log a has a large imaginary part, its last bit, which the
-    // device's log may round otherwise than glibc's, decides cos and sin of it; the host
-    // computes it.
+    case Op::pow: return "kiln_cpow({0}, {1})";
     default: return {};
   }
 }
@@ -75,7 +74,7 @@ bool complex_form_needs_f64(Op op) {
   // device has it.
   // The inverse functions take logarithms, and x^2 + y^2 - 1, the same way.
   return op == Op::div || op == Op::reciprocal || op == Op::sigmoid || op == Op::log ||
-         op == Op::log10 || op == Op::asin || op == Op::acos || op == Op::atan ||
+         op == Op::log10 || op == Op::pow || op == Op::asin || op == Op::acos || op == Op::atan ||
          op == Op::asinh || op == Op::acosh || op == Op::atanh;
 }
 
@@ -85,7 +84,8 @@ namespace {
 // literals, $INF and $NAN its infinity and NaN, $MAX, $MIN and $EPS its largest finite value,
 // smallest normal value and epsilon, $LN2 and $LN10 ln 2 and ln 10 (as the host rounds them),
 // $PI, $PI_2, $PI_4 and $PI_3_4 pi, pi/2, pi/4 and pi - pi/4 (the last in the parts' type),
-// $X2Y2M1 big^2 + small^2 - 1 without cancellation. A helper calls only helpers before it.
+// $X2Y2M1 big^2 + small^2 - 1 without cancellation, $MANT_DIG the digits of its significand and
+// $SCALE_UP 2^$MANT_DIG. A helper calls only helpers before it.
 // `wide` replaces `definition` for c128 where the two differ.
 struct ComplexHelper {
   std::string_view name;
@@ -252,10 +252,16 @@ const std::vector<ComplexHelper>& complex_helpers() {
        // cancellation (glibc's precision there).
        "  } else if (big >= ($T)0.5 && big < ($T)2) {\n"
        "    r = log1p($X2Y2M1) / 2;\n"
+       "  } else if (big < $MIN) {\n"
+       // Both parts subnormal: scaled up by 2^digits first, as glibc does, so |z| keeps its
+       // digits.
+       "    r = log(hypot(x * $SCALE_UP, y * $SCALE_UP)) - ($T)$MANT_DIG * $LN2;\n"
        "  } else {\n"
        "    r = log(hypot(x, y));\n"
        "  }\n"
        "  return kiln_cx(r, atan2(y, x));\n}"},
+      // glibc's cpow: exp(b log a), the product with Annex G's recovery.
+      {"kiln_cpow", "$C kiln_cpow($C a, $C b) { return kiln_cexp(kiln_cmul(b, kiln_clog(a))); }"},
       {"kiln_clog10",
        "$C kiln_clog10($C z) {\n"
        "  $C l = kiln_clog(z);\n"
@@ -622,6 +628,8 @@ std::string complex_helpers_for(const std::string& text, const Dialect& d, bool 
       s = replace_all(std::move(s), "$EXP_LIMIT_HALF", wide ? "($T)354" : "($T)44");
       s = replace_all(std::move(s), "$EXP_LIMIT", wide ? "($T)709" : "($T)88");
       s = replace_all(std::move(s), "$HALF_DIGITS", std::to_string(wide ? 27 : 12));
+      s = replace_all(std::move(s), "$MANT_DIG", std::to_string(wide ? 53 : 24));
+      s = replace_all(std::move(s), "$SCALE_UP", exact(wide ? 0x1p53 : 0x1p24, wide));
       s = replace_all(std::move(s), "$C", C);
       s = replace_all(std::move(s), "$T", T);
       out += std::string(d.function) + " " + s + "\n";

@@ -38,10 +38,11 @@ struct RenderedKernel {
   std::size_t global_size = 0;   // work-items in all
   std::size_t local_size = 0;    // per work-group (0: the device chooses)
   bool uses_f64 = false;
-  // A reduction of few outputs over many terms runs in two launches: where scratch_bytes is not 0,
-  // the entry point takes a scratch buffer of that size last and writes one partial result per
-  // work-group there; then `merge_entry` (in the same source; arguments: the outputs, then the
-  // scratch buffer) merges each output's partials in a fixed order.
+  // Where scratch_bytes is not 0, the entry point takes a scratch buffer of that size last (the
+  // Fourier transforms of long lines work there). A reduction of few outputs over many terms
+  // runs in two launches: the first writes one partial result per work-group to the scratch
+  // buffer, then `merge_entry` (in the same source; arguments: the outputs, then the scratch
+  // buffer) merges each output's partials in a fixed order.
   std::size_t scratch_bytes = 0;
   std::string merge_entry;
   std::size_t merge_global_size = 0, merge_local_size = 0;
@@ -49,17 +50,16 @@ struct RenderedKernel {
 
 // Kernels the renderer has a form for: elementwise (the body, its stored nodes), materialize,
 // reductions over adjacent axes, matmul, random_uniform, copies, concat, softmax, the 2-D window
-// ops, gather, scatter_add, unwindow, the scans, argsort and the fft of power-of-two lines: every
-// op but the user's callables, the LAPACK ops and the other Fourier transforms. `ir` is the
+// ops, gather, scatter_add, unwindow, the scans, argsort and the fft: every op but the user's
+// callables and the LAPACK ops. `ir` is the
 // lowered body (elementwise kernels and reductions with a fused producer); unused otherwise.
 bool can_render(const Kernel& k);
 // Whether kernels compute node `n`, which has or reads complex values, inside a fused kernel:
 // the elementwise ops with a complex form (complex_math.cpp) and where. (can_render also takes
 // the reductions, copies, concat, indexing ops, scans and Fourier transforms of complex values;
-// pow of complex values is left to the host, matrix products to the backend's libraries.)
+// matrix products are left to the backend's libraries.)
 bool renders_complex(const Node& n);
-// Whether the fft node `n` has lines the renderer transforms (spectral.cpp): a length without a
-// prime factor above 64.
+// Whether the fft node `n` has lines to transform (spectral.cpp): a length above 0.
 bool fourier_fits(const Node& n);
 RenderedKernel render_kernel(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
                              const Dialect& dialect, const DeviceTraits& device);

@@ -1,13 +1,14 @@
-// The discrete Fourier transform along attrs.axes[0] (the fft row), for lines whose length has
-// no prime factor above kLargestRadix: one work-group per line puts it in digit-reversed order and
-// runs one Cooley-Tukey stage (decimation in time) per prime factor in place, the inverse scaled
-// by 1/n. A line that fits in local memory (32 KiB) is transformed there and then written out; a
-// longer one in the output buffer itself. Powers of two run radix-2 stages in a loop; other
-// lengths one unrolled stage per factor, 2s first, each odd factor p a p-point DFT with the p-th
-// roots as constants. The twiddles exp(-+2 pi i k / n) are computed as the reference's KISS FFT
+// The discrete Fourier transform along attrs.axes[0] (the fft row), one work-group per line.
+// Where the length has no prime factor above kLargestRadix, the work-group puts the line in
+// digit-reversed order and runs one Cooley-Tukey stage (decimation in time) per prime factor in
+// place, the inverse scaled by 1/n. A line that fits in local memory (32 KiB) is transformed
+// there and then written out; a longer one in the output buffer itself. Powers of two run radix-2
+// stages in a loop; other lengths one unrolled stage per factor, 2s first, each odd factor p a
+// p-point DFT with the p-th roots as constants. The twiddles exp(-+2 pi i k / n) are computed as the reference's KISS FFT
 // computes them (the phase k * (-+2 pi / n) in the parts' precision), so finite results agree with
 // it to rounding (KISS's own radix-3, 4 and 5 butterflies may place infinities and NaN otherwise).
-// Other lengths go to the host (render.cpp: fourier_fits).
+// Other lengths take Bluestein's method (`bluestein`): a convolution by three radix-2 transforms
+// of a power-of-two length, within rounding of the reference for finite values.
 #include <cmath>
 #include <cstdio>
 #include <numbers>
@@ -20,7 +21,7 @@ namespace kiln::detail {
 
 namespace {
 
-// A p-point DFT costs p complex products per value: past this, a length is the host's.
+// A p-point DFT costs p complex products per value: past this, a length takes Bluestein's method.
 constexpr std::int64_t kLargestRadix = 64;
 
 // The prime factors of n, smallest first; empty where one exceeds kLargestRadix.
@@ -37,10 +38,7 @@ std::vector<std::int64_t> radices_of(std::int64_t n) {
 
 }  // namespace
 
-bool fourier_fits(const Node& n) {
-  const std::int64_t len = AxisLines(n).len;
-  return len > 0 && (len == 1 || !radices_of(len).empty());
-}
+bool fourier_fits(const Node& n) { return AxisLines(n).len > 0; }
 
 namespace codegen {
 namespace {
@@ -68,6 +66,11 @@ struct FourierText {
   std::string make(const std::string& re, const std::string& im) const {
     const std::string args[] = {C, re, im};
     return fill_template(d.make_complex, args);
+  }
+  // A constant in the parts' type (rounded to it first for f32).
+  std::string constant(double v) const {
+    return literal(Scalar(part == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v),
+                   part, d);
   }
   // The twiddle exp(-+2 pi i k / n) of an index expression k < n, as KISS FFT computes it.
   std::string twiddle(const std::string& k) const {
@@ -166,6 +169,77 @@ void mixed_radix_stages(const FourierText& f, const std::vector<std::int64_t>& r
   }
 }
 
+// `rev`, the bit reversal of index expression j < m (a power of two).
+std::string bit_reversal(const std::string& L, std::int64_t m, const std::string& j) {
+  int bits = 0;
+  while ((std::int64_t{1} << bits) < m) ++bits;
+  return "    " + L + " rev = 0, q = " + j + ";\n    for (int b = 0; b < " + std::to_string(bits) +
+         "; ++b) { rev = (rev << 1) | (q & 1); q >>= 1; }\n";
+}
+
+// Bluestein's chirp exp(-+i pi r / n) for an index expression 0 <= r < 2n (m^2 is taken mod 2n,
+// so that the phase stays small and keeps its digits).
+std::string chirp(const FourierText& f, const std::string& r) {
+  const std::string phase =
+      "(" + f.T + ")(" + r + ") * " + f.constant((f.step < 0 ? -1.0 : 1.0) * std::numbers::pi /
+                                                 static_cast<double>(f.n));
+  return f.make("cos(" + phase + ")", "sin(" + phase + ")");
+}
+
+// A line whose length n has a prime factor above kLargestRadix (Bluestein's method): with the
+// chirp c_m = exp(-+i pi m^2 / n), X_k = c_k sum_j (x_j c_j) conj(c_(k-j)), a circular
+// convolution of length m (the power of two >= 2n - 1). a = x c (zero past n) and b = conj(c)
+// (wrapped: b_(m-j) = b_j) are transformed forward (radix-2, decimation in time, from
+// bit-reversed order), multiplied, and transformed back by decimation in frequency, which leaves
+// the convolution in bit-reversed order, where the last step reads it. The two arrays are in
+// local memory where both fit, else in the kernel's scratch buffer (2 m values per line).
+std::string bluestein(const FourierText& f, const std::string& load, const std::string& value_x,
+                      std::int64_t m, const std::string& A, const std::string& B) {
+  const std::string N = number(f.n), M = number(m), half = number(m / 2), T = f.T;
+  const double pi = std::numbers::pi;
+  const std::string zero = f.make("(" + T + ")0", "(" + T + ")0");
+  const std::string each = "  for (" + f.L + " j = l; j < " + M + "; j += " + f.G + ") {\n";
+  std::string s;
+  // a_j = x_j c_j and b_j = conj(c_j), b_(m-j) = b_j, at the bit reversals of j.
+  s += each + bit_reversal(f.L, m, "j");
+  s += "    " + f.C + " a = " + zero + ", b = " + zero + ";\n";
+  s += "    " + f.L + " from = j < " + N + " ? j : " + M + " - j;\n";
+  s += "    if (j < " + N + " || j > " + number(m - f.n) + ") {\n";
+  s += "      " + f.C + " c = " + chirp(f, "(from * from) % " + number(2 * f.n)) + ";\n";
+  s += "      b = " + f.make("c.x", "-c.y") + ";\n";
+  s += "      if (j < " + N + ") {\n" + load + "        a = kiln_cmul(" + value_x + ", c);\n      }\n";
+  s += "    }\n    " + A + "[rev] = a;\n    " + B + "[rev] = b;\n  }\n  " + f.barrier + ";\n";
+  // Forward radix-2 stages on both arrays: twiddle exp(-2 pi i pos / (2 span)).
+  const std::string forward = f.constant(-2.0 * pi / static_cast<double>(m));
+  const std::string inverse = f.constant(2.0 * pi / static_cast<double>(m));
+  const auto twiddle = [&](const std::string& step) {
+    const std::string phase = "(" + T + ")(pos * (" + M + " / (2 * span))) * " + step;
+    return f.make("cos(" + phase + ")", "sin(" + phase + ")");
+  };
+  s += "  for (" + f.L + " span = 1; span < " + M + "; span <<= 1) {\n";
+  s += "    for (" + f.L + " b = l; b < " + half + "; b += " + f.G + ") {\n";
+  s += "      " + f.L + " pos = b & (span - 1), i0 = ((b - pos) << 1) + pos, i1 = i0 + span;\n";
+  s += "      " + f.C + " w = " + twiddle(forward) + ";\n";
+  for (const std::string& X : {A, B}) {
+    s += "      { " + f.C + " u = " + X + "[i0], v = kiln_cmul(" + X + "[i1], w);\n";
+    s += "        " + X + "[i0] = " + f.make("u.x + v.x", "u.y + v.y") + ";\n";
+    s += "        " + X + "[i1] = " + f.make("u.x - v.x", "u.y - v.y") + "; }\n";
+  }
+  s += "    }\n    " + f.barrier + ";\n  }\n";
+  // The product of the spectra, then the inverse by decimation in frequency.
+  s += "  for (" + f.L + " j = l; j < " + M + "; j += " + f.G + ") " + A + "[j] = kiln_cmul(" +
+       A + "[j], " + B + "[j]);\n  " + f.barrier + ";\n";
+  s += "  for (" + f.L + " span = " + half + "; span >= 1; span >>= 1) {\n";
+  s += "    for (" + f.L + " b = l; b < " + half + "; b += " + f.G + ") {\n";
+  s += "      " + f.L + " pos = b & (span - 1), i0 = ((b - pos) << 1) + pos, i1 = i0 + span;\n";
+  s += "      " + f.C + " u = " + A + "[i0], v = " + A + "[i1];\n";
+  s += "      " + A + "[i0] = " + f.make("u.x + v.x", "u.y + v.y") + ";\n";
+  s += "      " + A + "[i1] = kiln_cmul(" + f.make("u.x - v.x", "u.y - v.y") + ", " +
+       twiddle(inverse) + ");\n";
+  s += "    }\n    " + f.barrier + ";\n  }\n";
+  return s;
+}
+
 }  // namespace
 
 RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const Dialect& d,
@@ -177,12 +251,19 @@ RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const D
   const std::int64_t len = lines.len, inner = lines.inner;
   const DType t = root.dtype, part = real_type(t);
   r.note_type(t);
+  const std::vector<std::int64_t> radices = radices_of(len);
+  // Bluestein's transforms run on arrays of `padded` values, a power of two.
+  const bool chirped = len > 1 && radices.empty();
+  std::int64_t padded = 1;
+  while (chirped && padded < 2 * len - 1) padded *= 2;
+  const std::int64_t span = chirped ? padded : len;
   int group = 1;
-  while (group < 256 && group * 2 <= len / 2 && static_cast<std::size_t>(group) * 2 <= device.max_group)
+  while (group < 256 && group * 2 <= span / 2 && static_cast<std::size_t>(group) * 2 <= device.max_group)
     group *= 2;
   // `half` is a type in OpenCL C.
   const double step = (root.attrs.inverse ? 2.0 : -2.0) * std::numbers::pi / static_cast<double>(len);
-  const bool in_local = len * static_cast<std::int64_t>(size_of(t)) <= kLocalBytes;
+  const bool in_local =
+      (chirped ? 2 * padded : len) * static_cast<std::int64_t>(size_of(t)) <= kLocalBytes;
   FourierText f{d,
                 std::string(d.type(t)),
                 std::string(d.type(part)),
@@ -197,13 +278,6 @@ RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const D
                 step,
                 in_local,
                 inner};
-  std::string load_index, stages;
-  const std::vector<std::int64_t> radices = radices_of(len);
-  if ((len & (len - 1)) == 0)
-    power_of_two_stages(f, load_index, stages);
-  else
-    mixed_radix_stages(f, radices, load_index, stages);
-
   std::vector<std::string> outputs = r.begin("kiln_fft", t);
   const KernelInput& in = k.inputs[0];
   std::string body;
@@ -211,6 +285,43 @@ RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const D
   body += "  int l = (int)" + std::string(d.local_id) + ";\n";
   body += "  " + f.L + " base = (g / " + number(inner) + ") * " + number(len * inner) + " + g % " +
           number(inner) + ";\n";
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>(lines.outer * inner) * out.local_size;
+  char head[160];
+  std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), group);
+  if (chirped) {
+    const std::string P = number(padded), global = d.global.empty() ? "" : std::string(d.global) + " ";
+    if (in_local) {
+      body += "  " + std::string(d.local) + " " + f.C + " sa[" + P + "], sb[" + P + "];\n";
+    } else {
+      body += "  " + global + f.C + "* sa = scratch + g * " + number(2 * padded) + ";\n";
+      body += "  " + global + f.C + "* sb = sa + " + P + ";\n";
+      out.scratch_bytes = static_cast<std::size_t>(lines.outer * inner * 2 * padded) * size_of(t);
+    }
+    std::string load;
+    r.load(load, "x", structure.slot(in.node), in.view, "base + j * " + number(inner));
+    body += bluestein(f, load, cast("x", in.node->dtype, t, d), padded, "sa", "sb");
+    // X_j = c_j conv_j, conv_j at the bit reversal of j and `padded` times too large (the
+    // division is exact).
+    const std::string unpad = literal(Scalar(1.0 / static_cast<double>(padded)), part, d);
+    std::string value = "y";
+    if (root.attrs.inverse) {
+      const std::string scale = literal(Scalar(1.0 / static_cast<double>(len)), part, d);
+      value = f.make("y.x * " + scale, "y.y * " + scale);
+    }
+    body += "  for (" + f.L + " j = l; j < " + number(len) + "; j += " + f.G + ") {\n";
+    body += bit_reversal(f.L, padded, "j");
+    body += "    " + f.C + " v = sa[rev], c = " + chirp(f, "(j * j) % " + number(2 * len)) + ";\n";
+    body += "    " + f.C + " y = kiln_cmul(" + f.make("v.x * " + unpad, "v.y * " + unpad) + ", c);\n";
+    body += "    " + r.write("out0", "base + j * " + number(inner), value, t) + "\n  }\n";
+    r.finish(head, outputs, body, in_local ? "" : ", " + global + f.C + "* scratch");
+    return std::move(out);
+  }
+  std::string load_index, stages;
+  if ((len & (len - 1)) == 0)
+    power_of_two_stages(f, load_index, stages);
+  else
+    mixed_radix_stages(f, radices, load_index, stages);
   if (in_local) body += "  " + std::string(d.local) + " " + f.C + " line[" + number(len) + "];\n";
   const std::string each = "  for (" + f.L + " j = l; j < " + number(len) + "; j += " + f.G + ")";
   body += each + " {\n";
@@ -227,10 +338,6 @@ RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const D
   // A line in the output is written already, and scaled in place for the inverse.
   if (in_local || root.attrs.inverse)
     body += each + "\n    " + r.write("out0", "base + j * " + number(inner), value, t) + "\n";
-  out.local_size = static_cast<std::size_t>(group);
-  out.global_size = static_cast<std::size_t>(lines.outer * inner) * out.local_size;
-  char head[160];
-  std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), group);
   r.finish(head, outputs, body);
   return std::move(out);
 }

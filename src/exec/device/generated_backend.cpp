@@ -128,7 +128,7 @@ KernelOutcome GeneratedBackend::run(const KernelRun& r) {
     arguments.push_back({scratch.get()});
   }
   device_->launch(p.entry, arguments, rk.global_size, rk.local_size);
-  if (scratch) {
+  if (scratch && !rk.merge_entry.empty()) {
     // The queue is in order: the merge reads the partials the first launch wrote, and the
     // scratch buffer goes back to the pool only for work queued after both.
     std::vector<KernelArgument> merge;
