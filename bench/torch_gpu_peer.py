@@ -88,6 +88,8 @@ zm = torch.complex(r(256, 1000), r(256, 1000))
 row("c64 fft [256,1000] last dim", median_ms(lambda: torch.fft.fft(zm, dim=-1)))
 zl = torch.complex(r(16, 65536), r(16, 65536))
 row("c64 fft [16,65536] last dim", median_ms(lambda: torch.fft.fft(zl, dim=-1)))
+zp = torch.complex(r(256, 1009), r(256, 1009))
+row("c64 fft [256,1009] last dim", median_ms(lambda: torch.fft.fft(zp, dim=-1)))
 t4 = r(4)
 
 

@@ -80,6 +80,9 @@ std::vector<Workload> all_workloads() {
                             256 * 5 * 1000.0 * std::log2(1000.0)));
   w.push_back(compute_bound("c64 fft [16,65536] last dim", Kind::fft, {{16, 65536}, {16, 65536}},
                             16 * 5 * 65536.0 * 16));
+  // A prime length (Bluestein's method on the device), counted as a transform of n points.
+  w.push_back(compute_bound("c64 fft [256,1009] last dim", Kind::fft, {{256, 1009}, {256, 1009}},
+                            256 * 5 * 1009.0 * std::log2(1009.0)));
   w.push_back(Workload{"10k x=x+1 on [4], one eval (us/op)", Kind::op_chain_lazy, {{4}}, 0, 0,
                        10'000, false});
   w.push_back(Workload{"10k x=x+1 on [4], eval each (us/op)", Kind::op_chain_eager, {{4}}, 0, 0,

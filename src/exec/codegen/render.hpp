@@ -35,6 +35,8 @@ struct RenderedKernel {
   int seed_of = -1;              // then, where not -1, the seed (u64) of the node at this position
   bool index_check = false;      // then one int the kernel sets to 1 when an index read from
                                  // data lies outside its dimension (the backend reports it)
+  std::vector<unsigned char> table;  // then, where not empty, a buffer of these bytes (constants
+                                     // the host computes once: the Fourier transforms' twiddles)
   std::size_t global_size = 0;   // work-items in all
   std::size_t local_size = 0;    // per work-group (0: the device chooses)
   bool uses_f64 = false;

@@ -4,13 +4,18 @@
 // place, the inverse scaled by 1/n. A line that fits in local memory (32 KiB) is transformed
 // there and then written out; a longer one in the output buffer itself. Powers of two run radix-2
 // stages in a loop; other lengths one unrolled stage per factor, 2s first, each odd factor p a
-// p-point DFT with the p-th roots as constants. The twiddles exp(-+2 pi i k / n) are computed as the reference's KISS FFT
-// computes them (the phase k * (-+2 pi / n) in the parts' precision), so finite results agree with
-// it to rounding (KISS's own radix-3, 4 and 5 butterflies may place infinities and NaN otherwise).
-// Other lengths take Bluestein's method (`bluestein`): a convolution by three radix-2 transforms
-// of a power-of-two length, within rounding of the reference for finite values.
+// p-point DFT. The twiddles exp(-+2 pi i k / n) are the reference's KISS FFT's, computed on the
+// host as KISS computes them and read from the kernel's table (the p-point DFTs' as constants),
+// so finite results agree with it to rounding (KISS's own radix-3, 4 and 5 butterflies may place
+// infinities and NaN otherwise). Other lengths take Bluestein's method (`bluestein`): a
+// convolution by radix-2 transforms of a power-of-two length, within rounding of the reference
+// for finite values.
 #include <cmath>
+#include <complex>
 #include <cstdio>
+#include <cstring>
+#include <functional>
+#include <kissfft.hh>
 #include <numbers>
 #include <vector>
 
@@ -47,16 +52,64 @@ namespace {
 // memory).
 constexpr std::int64_t kLocalBytes = 32768;
 
+// The values of a kernel's table, complex numbers in the parts' precision R, as the kernel reads
+// them (std::complex has the layout of the dialect's float2 and double2).
+class Table {
+ public:
+  explicit Table(DType part) : wide_(part == DType::f64) {}
+
+  std::int64_t size() const { return static_cast<std::int64_t>(values_.size()); }
+  // The value at `i`, widened exactly to double.
+  std::complex<double> operator[](std::int64_t i) const { return values_[static_cast<std::size_t>(i)]; }
+
+  // Appends v rounded to the parts' precision.
+  void push(std::complex<double> v) {
+    values_.push_back(wide_ ? v
+                            : std::complex<double>(static_cast<float>(v.real()),
+                                                   static_cast<float>(v.imag())));
+  }
+  // Appends the n twiddles of KISS FFT, exp(i k phinc) with phinc = -+2 acos(-1) / n, computed
+  // in the parts' precision as kissfft<R> computes them.
+  void push_kiss_twiddles(std::int64_t n, bool inverse) {
+    const auto twiddles = [&]<class R>(R) {
+      const R phinc = static_cast<R>(inverse ? 2 : -2) * std::acos(static_cast<R>(-1)) /
+                      static_cast<R>(n);
+      for (std::int64_t k = 0; k < n; ++k) {
+        const std::complex<R> w = std::exp(std::complex<R>(0, static_cast<R>(k) * phinc));
+        values_.emplace_back(w.real(), w.imag());
+      }
+    };
+    if (wide_)
+      twiddles(double{});
+    else
+      twiddles(float{});
+  }
+
+  std::vector<unsigned char> bytes() const {
+    const auto copy = [&]<class R>(R) {
+      std::vector<std::complex<R>> parts(values_.begin(), values_.end());
+      std::vector<unsigned char> out(parts.size() * sizeof(std::complex<R>));
+      if (!out.empty()) std::memcpy(out.data(), parts.data(), out.size());
+      return out;
+    };
+    return wide_ ? copy(double{}) : copy(float{});
+  }
+
+ private:
+  bool wide_;
+  std::vector<std::complex<double>> values_;
+};
+
 // What the stages' text needs: the line of n values (in local memory `line`, or at base + j *
-// inner in the output), G work-items.
+// inner in the output), G work-items, the twiddles (`table` from index 0).
 struct FourierText {
   const Dialect& d;
-  std::string C, T, L, barrier, G, phase_step;
+  std::string C, T, L, barrier, G;
   std::int64_t n;
   DType part;
-  double step;  // -+2 pi / n
   bool in_local;
   std::int64_t inner;
+  const Table& table;
 
   // Element `j` (an index expression) of the line.
   std::string at(const std::string& j) const {
@@ -67,40 +120,43 @@ struct FourierText {
     const std::string args[] = {C, re, im};
     return fill_template(d.make_complex, args);
   }
-  // A constant in the parts' type (rounded to it first for f32).
-  std::string constant(double v) const {
-    return literal(Scalar(part == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v),
-                   part, d);
-  }
-  // The twiddle exp(-+2 pi i k / n) of an index expression k < n, as KISS FFT computes it.
-  std::string twiddle(const std::string& k) const {
-    const std::string phase = "(" + T + ")(" + k + ") * " + phase_step;
-    return make("cos(" + phase + ")", "sin(" + phase + ")");
-  }
+  // The twiddle exp(-+2 pi i k / n) of an index expression k < n.
+  std::string twiddle(const std::string& k) const { return "table[" + k + "]"; }
 };
 
-// Lengths that are powers of two: element j starts at the bit reversal of j, then radix-2 stages
-// in a loop over `span` (butterflies of elements span apart, twiddle index pos * n / (2 span)).
-void power_of_two_stages(const FourierText& f, std::string& load_index, std::string& stages) {
+// `rev`, the bit reversal of index expression j < m (a power of two).
+std::string bit_reversal(const std::string& L, std::int64_t m, const std::string& j) {
   int bits = 0;
-  while ((std::int64_t{1} << bits) < f.n) ++bits;
-  load_index = "    " + f.L + " rev = 0, q = j;\n" + "    for (int b = 0; b < " +
-               std::to_string(bits) + "; ++b) { rev = (rev << 1) | (q & 1); q >>= 1; }\n";
-  const std::string N = number(f.n), index = "(pos) * (" + N + " / (2 * span))";
-  stages += "  for (" + f.L + " span = 1; span < " + N + "; span <<= 1) {\n";
-  // While span <= G, the butterflies of a work-item (b = l + m G) share one twiddle: computed once.
-  stages += "    " + f.T + " own = (" + f.T + ")((l & (span - 1)) * (" + N + " / (2 * span))) * " +
-            f.phase_step + ";\n";
-  stages += "    " + f.C + " shared = " + f.make("cos(own)", "sin(own)") + ";\n";
-  stages += "    for (" + f.L + " b = l; b < " + number(f.n / 2) + "; b += " + f.G + ") {\n";
-  stages += "      " + f.L + " pos = b & (span - 1), i0 = ((b - pos) << 1) + pos, i1 = i0 + span;\n";
-  stages += "      " + f.C + " w = shared;\n";
-  stages += "      if (span > " + f.G + ") w = " + f.twiddle(index) + ";\n";
+  while ((std::int64_t{1} << bits) < m) ++bits;
+  return "    " + L + " rev = 0, q = " + j + ";\n    for (int b = 0; b < " + std::to_string(bits) +
+         "; ++b) { rev = (rev << 1) | (q & 1); q >>= 1; }\n";
+}
+
+// Element `j` (an index expression) of an array of values.
+using Element = std::function<std::string(const std::string& j)>;
+
+// Radix-2 stages (decimation in time) on m values (a power of two), in bit-reversed order before
+// and in order after; the twiddle of butterfly pos in the stage of `span` is
+// exp(-2 pi i pos / (2 span)), read at table[first + pos * m / (2 span)].
+std::string radix2_forward(const FourierText& f, const Element& line, std::int64_t m,
+                           std::int64_t first) {
+  const std::string M = number(m), at = first == 0 ? "" : number(first) + " + ";
+  std::string s = "  for (" + f.L + " span = 1; span < " + M + "; span <<= 1) {\n";
+  s += "    for (" + f.L + " b = l; b < " + number(m / 2) + "; b += " + f.G + ") {\n";
+  s += "      " + f.L + " pos = b & (span - 1), i0 = ((b - pos) << 1) + pos, i1 = i0 + span;\n";
   // The product as std::complex computes it (infinities recovered), as KISS FFT's.
-  stages += "      " + f.C + " u = " + f.at("i0") + ", v = kiln_cmul(" + f.at("i1") + ", w);\n";
-  stages += "      " + f.at("i0") + " = " + f.make("u.x + v.x", "u.y + v.y") + ";\n";
-  stages += "      " + f.at("i1") + " = " + f.make("u.x - v.x", "u.y - v.y") + ";\n";
-  stages += "    }\n    " + f.barrier + ";\n  }\n";
+  s += "      " + f.C + " u = " + line("i0") + ", v = kiln_cmul(" + line("i1") + ", " +
+       f.twiddle(at + "pos * (" + M + " / (2 * span))") + ");\n";
+  s += "      " + line("i0") + " = " + f.make("u.x + v.x", "u.y + v.y") + ";\n";
+  s += "      " + line("i1") + " = " + f.make("u.x - v.x", "u.y - v.y") + ";\n";
+  s += "    }\n    " + f.barrier + ";\n  }\n";
+  return s;
+}
+
+// Lengths that are powers of two: element j starts at the bit reversal of j, then radix-2 stages.
+void power_of_two_stages(const FourierText& f, std::string& load_index, std::string& stages) {
+  load_index = bit_reversal(f.L, f.n, "j");
+  stages += radix2_forward(f, [&](const std::string& j) { return f.at(j); }, f.n, 0);
 }
 
 // Other lengths, n = p_0 p_1 ... p_{m-1}: stage s combines p_s transforms of length `span` (the
@@ -124,8 +180,8 @@ void mixed_radix_stages(const FourierText& f, const std::vector<std::int64_t>& r
     const auto twiddled = [&](const std::string& q) {
       const std::string value = f.at("i0 + " + q + " * " + S);
       if (span == 1) return value;
-      return "kiln_cmul(" + value + ", " +
-             f.twiddle(q + " * pos * " + number(f.n / (p * span))) + ")";
+      return "kiln_cmul(" + value + ", " + f.twiddle(q + " * pos * " + number(f.n / (p * span))) +
+             ")";
     };
     stages += "  for (" + f.L + " b = l; b < " + number(f.n / p) + "; b += " + f.G + ") {\n";
     stages += "    " + f.L + " pos = b % " + S + ", i0 = (b - pos) * " + P + " + pos;\n";
@@ -137,17 +193,13 @@ void mixed_radix_stages(const FourierText& f, const std::vector<std::int64_t>& r
       // A p-point DFT; w[k] = exp(-+2 pi i k / p), the twiddle of index k n / p.
       std::string re, im;
       for (std::int64_t k = 0; k < p; ++k) {
-        const double index = static_cast<double>(k * (f.n / p));
-        const double phase = f.part == DType::f32
-                                 ? static_cast<double>(static_cast<float>(index) *
-                                                       static_cast<float>(f.step))
-                                 : index * f.step;
+        const std::complex<double> w = f.table[k * (f.n / p)];
         if (k > 0) {
           re += ", ";
           im += ", ";
         }
-        re += literal(Scalar(std::cos(phase)), f.part, d);
-        im += literal(Scalar(std::sin(phase)), f.part, d);
+        re += literal(Scalar(w.real()), f.part, d);
+        im += literal(Scalar(w.imag()), f.part, d);
       }
       stages += "    const " + f.T + " wr[" + P + "] = {" + re + "}, wi[" + P + "] = {" + im +
                 "};\n";
@@ -169,73 +221,57 @@ void mixed_radix_stages(const FourierText& f, const std::vector<std::int64_t>& r
   }
 }
 
-// `rev`, the bit reversal of index expression j < m (a power of two).
-std::string bit_reversal(const std::string& L, std::int64_t m, const std::string& j) {
-  int bits = 0;
-  while ((std::int64_t{1} << bits) < m) ++bits;
-  return "    " + L + " rev = 0, q = " + j + ";\n    for (int b = 0; b < " + std::to_string(bits) +
-         "; ++b) { rev = (rev << 1) | (q & 1); q >>= 1; }\n";
-}
-
-// Bluestein's chirp exp(-+i pi r / n) for an index expression 0 <= r < 2n (m^2 is taken mod 2n,
-// so that the phase stays small and keeps its digits).
-std::string chirp(const FourierText& f, const std::string& r) {
-  const std::string phase =
-      "(" + f.T + ")(" + r + ") * " + f.constant((f.step < 0 ? -1.0 : 1.0) * std::numbers::pi /
-                                                 static_cast<double>(f.n));
-  return f.make("cos(" + phase + ")", "sin(" + phase + ")");
-}
-
-// A line whose length n has a prime factor above kLargestRadix (Bluestein's method): with the
-// chirp c_m = exp(-+i pi m^2 / n), X_k = c_k sum_j (x_j c_j) conj(c_(k-j)), a circular
-// convolution of length m (the power of two >= 2n - 1). a = x c (zero past n) and b = conj(c)
-// (wrapped: b_(m-j) = b_j) are transformed forward (radix-2, decimation in time, from
-// bit-reversed order), multiplied, and transformed back by decimation in frequency, which leaves
-// the convolution in bit-reversed order, where the last step reads it. The two arrays are in
-// local memory where both fit, else in the kernel's scratch buffer (2 m values per line).
+// Bluestein's method for a length n with a prime factor above kLargestRadix: with the chirp
+// c_j = exp(-+i pi j^2 / n), X_k = c_k sum_j (x_j c_j) conj(c_(k-j)), a circular convolution of
+// length m (the power of two >= 2n - 1). The host computes in double, once, the chirp and the
+// spectrum of b = conj(c) (wrapped: b_(m-j) = b_j) divided by m; the kernel transforms a = x c
+// (zero past n) forward (radix-2, decimation in time, from bit-reversed order), multiplies it by
+// b's spectrum, and transforms back by decimation in frequency, which leaves the convolution in
+// the bit-reversed order where the last step reads it. The table holds c (n values), the
+// twiddles exp(-2 pi i k / m) (m / 2), then b's spectrum (m). Returns the text up to the
+// convolution in `line`; `load` reads element j of the input as "x", `value_x` is it as C.
 std::string bluestein(const FourierText& f, const std::string& load, const std::string& value_x,
-                      std::int64_t m, const std::string& A, const std::string& B) {
-  const std::string N = number(f.n), M = number(m), half = number(m / 2), T = f.T;
-  const double pi = std::numbers::pi;
-  const std::string zero = f.make("(" + T + ")0", "(" + T + ")0");
-  const std::string each = "  for (" + f.L + " j = l; j < " + M + "; j += " + f.G + ") {\n";
-  std::string s;
-  // a_j = x_j c_j and b_j = conj(c_j), b_(m-j) = b_j, at the bit reversals of j.
-  s += each + bit_reversal(f.L, m, "j");
-  s += "    " + f.C + " a = " + zero + ", b = " + zero + ";\n";
-  s += "    " + f.L + " from = j < " + N + " ? j : " + M + " - j;\n";
-  s += "    if (j < " + N + " || j > " + number(m - f.n) + ") {\n";
-  s += "      " + f.C + " c = " + chirp(f, "(from * from) % " + number(2 * f.n)) + ";\n";
-  s += "      b = " + f.make("c.x", "-c.y") + ";\n";
-  s += "      if (j < " + N + ") {\n" + load + "        a = kiln_cmul(" + value_x + ", c);\n      }\n";
-  s += "    }\n    " + A + "[rev] = a;\n    " + B + "[rev] = b;\n  }\n  " + f.barrier + ";\n";
-  // Forward radix-2 stages on both arrays: twiddle exp(-2 pi i pos / (2 span)).
-  const std::string forward = f.constant(-2.0 * pi / static_cast<double>(m));
-  const std::string inverse = f.constant(2.0 * pi / static_cast<double>(m));
-  const auto twiddle = [&](const std::string& step) {
-    const std::string phase = "(" + T + ")(pos * (" + M + " / (2 * span))) * " + step;
-    return f.make("cos(" + phase + ")", "sin(" + phase + ")");
-  };
-  s += "  for (" + f.L + " span = 1; span < " + M + "; span <<= 1) {\n";
-  s += "    for (" + f.L + " b = l; b < " + half + "; b += " + f.G + ") {\n";
-  s += "      " + f.L + " pos = b & (span - 1), i0 = ((b - pos) << 1) + pos, i1 = i0 + span;\n";
-  s += "      " + f.C + " w = " + twiddle(forward) + ";\n";
-  for (const std::string& X : {A, B}) {
-    s += "      { " + f.C + " u = " + X + "[i0], v = kiln_cmul(" + X + "[i1], w);\n";
-    s += "        " + X + "[i0] = " + f.make("u.x + v.x", "u.y + v.y") + ";\n";
-    s += "        " + X + "[i1] = " + f.make("u.x - v.x", "u.y - v.y") + "; }\n";
+                      std::int64_t m, const std::string& line, bool inverse, Table& table) {
+  const std::int64_t n = f.n;
+  constexpr double pi = std::numbers::pi;
+  std::vector<std::complex<double>> chirp(static_cast<std::size_t>(n));
+  std::int64_t square = 0;  // j^2 mod 2n: the phase stays below 2 pi and keeps its digits
+  for (std::int64_t j = 0; j < n; ++j) {
+    chirp[static_cast<std::size_t>(j)] =
+        std::polar(1.0, (inverse ? pi : -pi) * static_cast<double>(square) / static_cast<double>(n));
+    square = (square + 2 * j + 1) % (2 * n);
   }
-  s += "    }\n    " + f.barrier + ";\n  }\n";
-  // The product of the spectra, then the inverse by decimation in frequency.
-  s += "  for (" + f.L + " j = l; j < " + M + "; j += " + f.G + ") " + A + "[j] = kiln_cmul(" +
-       A + "[j], " + B + "[j]);\n  " + f.barrier + ";\n";
-  s += "  for (" + f.L + " span = " + half + "; span >= 1; span >>= 1) {\n";
-  s += "    for (" + f.L + " b = l; b < " + half + "; b += " + f.G + ") {\n";
+  for (const auto& c : chirp) table.push(c);
+  for (std::int64_t k = 0; k < m / 2; ++k)
+    table.push(std::polar(1.0, -2 * pi * static_cast<double>(k) / static_cast<double>(m)));
+  std::vector<std::complex<double>> b(static_cast<std::size_t>(m)), spectrum(b.size());
+  for (std::int64_t j = 0; j < n; ++j) {
+    b[static_cast<std::size_t>(j)] = std::conj(chirp[static_cast<std::size_t>(j)]);
+    if (j > 0) b[static_cast<std::size_t>(m - j)] = b[static_cast<std::size_t>(j)];
+  }
+  kissfft<double>(static_cast<std::size_t>(m), false).transform(b.data(), spectrum.data());
+  for (const auto& v : spectrum) table.push(v / static_cast<double>(m));
+
+  const std::string N = number(n), M = number(m), twiddles = number(n),
+                    spectrum_at = number(n + m / 2);
+  const std::string zero = f.make("(" + f.T + ")0", "(" + f.T + ")0");
+  std::string s = "  for (" + f.L + " j = l; j < " + M + "; j += " + f.G + ") {\n";
+  s += bit_reversal(f.L, m, "j");
+  s += "    " + f.C + " a = " + zero + ";\n";
+  s += "    if (j < " + N + ") {\n" + load + "      a = kiln_cmul(" + value_x + ", table[j]);\n    }\n";
+  s += "    " + line + "[rev] = a;\n  }\n  " + f.barrier + ";\n";
+  s += radix2_forward(f, [&](const std::string& j) { return line + "[" + j + "]"; }, m, n);
+  s += "  for (" + f.L + " j = l; j < " + M + "; j += " + f.G + ") " + line + "[j] = kiln_cmul(" +
+       line + "[j], table[" + spectrum_at + " + j]);\n  " + f.barrier + ";\n";
+  // The inverse: butterflies (u + v, (u - v) conj(w)) from span m / 2 down.
+  s += "  for (" + f.L + " span = " + number(m / 2) + "; span >= 1; span >>= 1) {\n";
+  s += "    for (" + f.L + " b = l; b < " + number(m / 2) + "; b += " + f.G + ") {\n";
   s += "      " + f.L + " pos = b & (span - 1), i0 = ((b - pos) << 1) + pos, i1 = i0 + span;\n";
-  s += "      " + f.C + " u = " + A + "[i0], v = " + A + "[i1];\n";
-  s += "      " + A + "[i0] = " + f.make("u.x + v.x", "u.y + v.y") + ";\n";
-  s += "      " + A + "[i1] = kiln_cmul(" + f.make("u.x - v.x", "u.y - v.y") + ", " +
-       twiddle(inverse) + ");\n";
+  s += "      " + f.C + " u = " + line + "[i0], v = " + line + "[i1], w = table[" + twiddles +
+       " + pos * (" + M + " / (2 * span))];\n";
+  s += "      " + line + "[i0] = " + f.make("u.x + v.x", "u.y + v.y") + ";\n";
+  s += "      " + line + "[i1] = kiln_cmul(" + f.make("u.x - v.x", "u.y - v.y") + ", " +
+       f.make("w.x", "-w.y") + ");\n";
   s += "    }\n    " + f.barrier + ";\n  }\n";
   return s;
 }
@@ -250,95 +286,93 @@ RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const D
   const AxisLines lines(root);
   const std::int64_t len = lines.len, inner = lines.inner;
   const DType t = root.dtype, part = real_type(t);
+  const bool inverse = root.attrs.inverse;
   r.note_type(t);
   const std::vector<std::int64_t> radices = radices_of(len);
-  // Bluestein's transforms run on arrays of `padded` values, a power of two.
+  // Bluestein's transforms run on `padded` values, a power of two.
   const bool chirped = len > 1 && radices.empty();
   std::int64_t padded = 1;
   while (chirped && padded < 2 * len - 1) padded *= 2;
-  const std::int64_t span = chirped ? padded : len;
+  const std::int64_t values = chirped ? padded : len;
   int group = 1;
-  while (group < 256 && group * 2 <= span / 2 && static_cast<std::size_t>(group) * 2 <= device.max_group)
+  while (group < 256 && group * 2 <= values / 2 &&
+         static_cast<std::size_t>(group) * 2 <= device.max_group)
     group *= 2;
+  const bool in_local = values * static_cast<std::int64_t>(size_of(t)) <= kLocalBytes;
+  Table table(part);
+  if (!chirped) table.push_kiss_twiddles(len, inverse);
   // `half` is a type in OpenCL C.
-  const double step = (root.attrs.inverse ? 2.0 : -2.0) * std::numbers::pi / static_cast<double>(len);
-  const bool in_local =
-      (chirped ? 2 * padded : len) * static_cast<std::int64_t>(size_of(t)) <= kLocalBytes;
-  FourierText f{d,
-                std::string(d.type(t)),
-                std::string(d.type(part)),
-                r.i64(),
-                std::string(in_local ? d.barrier : d.global_barrier),
-                std::to_string(group),
-                literal(Scalar(part == DType::f32 ? static_cast<double>(static_cast<float>(step))
-                                                 : step),
-                        part, d),
-                len,
-                part,
-                step,
-                in_local,
-                inner};
+  const FourierText f{d,
+                      std::string(d.type(t)),
+                      std::string(d.type(part)),
+                      r.i64(),
+                      std::string(in_local ? d.barrier : d.global_barrier),
+                      std::to_string(group),
+                      len,
+                      part,
+                      in_local,
+                      inner,
+                      table};
   std::vector<std::string> outputs = r.begin("kiln_fft", t);
   const KernelInput& in = k.inputs[0];
+  const std::string global = d.global.empty() ? "" : std::string(d.global) + " ";
   std::string body;
   body += "  " + f.L + " g = (" + f.L + ")" + std::string(d.group_id) + ";\n";
   body += "  int l = (int)" + std::string(d.local_id) + ";\n";
   body += "  " + f.L + " base = (g / " + number(inner) + ") * " + number(len * inner) + " + g % " +
           number(inner) + ";\n";
+  std::string value;  // of element j, after the stages
+  std::string extra = ", " + global + "const " + f.C + "* table";
+  const std::string each = "  for (" + f.L + " j = l; j < " + number(len) + "; j += " + f.G + ")";
+  if (chirped) {
+    // The padded line in local memory where it fits, else in the scratch buffer.
+    if (in_local) {
+      body += "  " + std::string(d.local) + " " + f.C + " line[" + number(padded) + "];\n";
+    } else {
+      body += "  " + global + f.C + "* line = scratch + g * " + number(padded) + ";\n";
+      out.scratch_bytes = static_cast<std::size_t>(lines.outer * inner * padded) * size_of(t);
+      extra += ", " + global + f.C + "* scratch";
+    }
+    std::string load;
+    r.load(load, "x", structure.slot(in.node), in.view, "base + j * " + number(inner));
+    body += bluestein(f, load, cast("x", in.node->dtype, t, d), padded, "line", inverse, table);
+    // X_j = c_j conv_j, conv_j at the bit reversal of j.
+    body += each + " {\n" + bit_reversal(f.L, padded, "j");
+    body += "    " + f.C + " y = kiln_cmul(line[rev], table[j]);\n";
+    value = "y";
+  } else {
+    std::string load_index, stages;
+    if ((len & (len - 1)) == 0)
+      power_of_two_stages(f, load_index, stages);
+    else
+      mixed_radix_stages(f, radices, load_index, stages);
+    if (in_local)
+      body += "  " + std::string(d.local) + " " + f.C + " line[" + number(len) + "];\n";
+    body += each + " {\n";
+    r.load(body, "x", structure.slot(in.node), in.view, "base + j * " + number(inner));
+    body += load_index;
+    body += "    " + f.at("rev") + " = " + cast("x", in.node->dtype, t, d) + ";\n  }\n";
+    body += "  " + f.barrier + ";\n";
+    body += stages;
+    // A line in the output is written already, and scaled in place for the inverse.
+    if (in_local || inverse) {
+      body += each + " {\n";
+      value = f.at("j");
+    }
+  }
+  if (!value.empty()) {
+    if (inverse) {
+      const std::string scale = literal(Scalar(1.0 / static_cast<double>(len)), part, d);
+      value = f.make(value + ".x * " + scale, value + ".y * " + scale);
+    }
+    body += "    " + r.write("out0", "base + j * " + number(inner), value, t) + "\n  }\n";
+  }
+  out.table = table.bytes();
   out.local_size = static_cast<std::size_t>(group);
   out.global_size = static_cast<std::size_t>(lines.outer * inner) * out.local_size;
   char head[160];
   std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), group);
-  if (chirped) {
-    const std::string P = number(padded), global = d.global.empty() ? "" : std::string(d.global) + " ";
-    if (in_local) {
-      body += "  " + std::string(d.local) + " " + f.C + " sa[" + P + "], sb[" + P + "];\n";
-    } else {
-      body += "  " + global + f.C + "* sa = scratch + g * " + number(2 * padded) + ";\n";
-      body += "  " + global + f.C + "* sb = sa + " + P + ";\n";
-      out.scratch_bytes = static_cast<std::size_t>(lines.outer * inner * 2 * padded) * size_of(t);
-    }
-    std::string load;
-    r.load(load, "x", structure.slot(in.node), in.view, "base + j * " + number(inner));
-    body += bluestein(f, load, cast("x", in.node->dtype, t, d), padded, "sa", "sb");
-    // X_j = c_j conv_j, conv_j at the bit reversal of j and `padded` times too large (the
-    // division is exact).
-    const std::string unpad = literal(Scalar(1.0 / static_cast<double>(padded)), part, d);
-    std::string value = "y";
-    if (root.attrs.inverse) {
-      const std::string scale = literal(Scalar(1.0 / static_cast<double>(len)), part, d);
-      value = f.make("y.x * " + scale, "y.y * " + scale);
-    }
-    body += "  for (" + f.L + " j = l; j < " + number(len) + "; j += " + f.G + ") {\n";
-    body += bit_reversal(f.L, padded, "j");
-    body += "    " + f.C + " v = sa[rev], c = " + chirp(f, "(j * j) % " + number(2 * len)) + ";\n";
-    body += "    " + f.C + " y = kiln_cmul(" + f.make("v.x * " + unpad, "v.y * " + unpad) + ", c);\n";
-    body += "    " + r.write("out0", "base + j * " + number(inner), value, t) + "\n  }\n";
-    r.finish(head, outputs, body, in_local ? "" : ", " + global + f.C + "* scratch");
-    return std::move(out);
-  }
-  std::string load_index, stages;
-  if ((len & (len - 1)) == 0)
-    power_of_two_stages(f, load_index, stages);
-  else
-    mixed_radix_stages(f, radices, load_index, stages);
-  if (in_local) body += "  " + std::string(d.local) + " " + f.C + " line[" + number(len) + "];\n";
-  const std::string each = "  for (" + f.L + " j = l; j < " + number(len) + "; j += " + f.G + ")";
-  body += each + " {\n";
-  r.load(body, "x", structure.slot(in.node), in.view, "base + j * " + number(inner));
-  body += load_index;
-  body += "    " + f.at("rev") + " = " + cast("x", in.node->dtype, t, d) + ";\n  }\n";
-  body += "  " + f.barrier + ";\n";
-  body += stages;
-  std::string value = f.at("j");
-  if (root.attrs.inverse) {
-    const std::string scale = literal(Scalar(1.0 / static_cast<double>(len)), part, d);
-    value = f.make(value + ".x * " + scale, value + ".y * " + scale);
-  }
-  // A line in the output is written already, and scaled in place for the inverse.
-  if (in_local || root.attrs.inverse)
-    body += each + "\n    " + r.write("out0", "base + j * " + number(inner), value, t) + "\n";
-  r.finish(head, outputs, body);
+  r.finish(head, outputs, body, extra);
   return std::move(out);
 }
 

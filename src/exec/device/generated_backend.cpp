@@ -54,6 +54,7 @@ struct GeneratedBackend::Prepared final : PreparedKernel {
   RenderedKernel rendered;
   void* entry = nullptr;
   void* merge = nullptr;  // the second launch of a two-launch reduction
+  std::shared_ptr<DeviceBuffer> table;  // rendered.table on the device, uploaded once
 };
 
 GeneratedBackend::GeneratedBackend(std::shared_ptr<DeviceApi> device)
@@ -109,7 +110,7 @@ KernelOutcome GeneratedBackend::run(const KernelRun& r) {
   results.reserve(outputs.size());
   for (std::size_t i = 0; i < outputs.size(); ++i) results.push_back(output(r, i, *outputs[i]));
   std::vector<KernelArgument> arguments;
-  arguments.reserve(results.size() + inputs.size() + 2);
+  arguments.reserve(results.size() + inputs.size() + 4);
   for (const Output& o : results) arguments.push_back({o.memory.get()});
   for (const auto& m : inputs) arguments.push_back({m.get()});
   if (rk.seed_of >= 0)
@@ -122,6 +123,7 @@ KernelOutcome GeneratedBackend::run(const KernelRun& r) {
     device_->upload(*bad, &zero, sizeof zero);
     arguments.push_back({bad.get()});
   }
+  if (p.table) arguments.push_back({p.table.get()});
   std::shared_ptr<DeviceBuffer> scratch;
   if (rk.scratch_bytes > 0) {
     scratch = device_->allocate(rk.scratch_bytes);
@@ -228,6 +230,11 @@ const GeneratedBackend::Prepared& GeneratedBackend::prepare(const KernelRun& r) 
   p->entry = programs_.kernel(p->rendered.source, p->rendered.entry);
   if (!p->rendered.merge_entry.empty())
     p->merge = programs_.kernel(p->rendered.source, p->rendered.merge_entry);
+  if (!p->rendered.table.empty()) {
+    p->table = device_->allocate(p->rendered.table.size());
+    device_->upload(*p->table, p->rendered.table.data(), p->rendered.table.size());
+    p->rendered.table = {};  // the device copy is the one used
+  }
   r.plan.prepared = p;
   return *p;
 }
