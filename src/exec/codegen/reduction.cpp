@@ -10,7 +10,10 @@ namespace kiln::detail::codegen {
 
 // One work-group per output: each work-item accumulates the reduced positions l, l + L, ... in
 // order, then the work-group merges the partial results in a fixed tree, so the same input always
-// gives the same bits.
+// gives the same bits. Where the outputs are adjacent in memory (a reduction over an outer axis,
+// such as the rows of a matrix), a work-group takes 32 adjacent outputs instead, in `lanes` rows
+// of 32 work-items: a row reads 32 adjacent values at a time (coalesced, where a work-group per
+// output reads values a row apart), and the rows merge in the same kind of fixed tree.
 RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
                          const Dialect& d, const DeviceTraits& device) {
   Renderer r(structure, d);
@@ -44,20 +47,28 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   // A complex product runs in the reference's order, one work-item per output: which of
   // infinity and NaN a product of infinities gives depends on the order.
   const bool in_order = complex && op == Op::prod;
-  int group = 1;
-  while (!in_order && group < 256 && group < reduced &&
-         static_cast<std::size_t>(group) * 2 <= device.max_group)
-    group *= 2;
+  // Adjacent outputs: `columns` (32) of them per work-group, each reduced by `lanes` work-items
+  // (a work-item per output and lane); else one output per work-group of `lanes` work-items.
+  const int columns = !in_order && inner >= 32 && device.max_group >= 64 ? 32 : 1;
+  int lanes = 1;
+  while (!in_order && lanes < (columns > 1 ? 8 : 256) && lanes < reduced &&
+         static_cast<std::size_t>(lanes * columns) * 2 <= device.max_group)
+    lanes *= 2;
+  const int group = lanes * columns;
+  const std::int64_t tiles = (inner + columns - 1) / columns;  // work-groups per outer index
+  const std::int64_t groups = outer * tiles;
 
-  // Few outputs of many terms each: `parts` work-groups share each output, every one summing a
-  // contiguous chunk of its terms, and a second launch merges the partial results in order, so
-  // the whole device works and the bits stay the same on every run.
+  // Few work-groups of many terms each: `parts` work-groups share each output (each tile of
+  // outputs), every one summing a contiguous chunk of the terms, and a second launch merges the
+  // partial results in order, so the whole device works and the bits stay the same on every run.
   const std::int64_t outputs_n = outer * inner;
   std::int64_t parts = 1;
-  if (!extreme && !in_order && outputs_n < 64 && reduced >= 8192) {
+  if (!extreme && !in_order && columns == 1 && outputs_n < 64 && reduced >= 8192) {
     parts = std::min<std::int64_t>(reduced / (group * 32), 1024);
     while (parts > 1 && outputs_n * parts > 4096) parts /= 2;
   }
+  if (!extreme && columns > 1)
+    while (groups * parts < 512 && reduced >= parts * 2 * lanes * 64 && parts < 1024) parts *= 2;
   const bool split = parts > 1;
   const std::int64_t chunk = (reduced + parts - 1) / parts;
 
@@ -65,11 +76,16 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   std::string body;
   body += "  " + L + " g = (" + L + ")" + std::string(d.group_id) + ";\n";
   body += "  int l = (int)" + std::string(d.local_id) + ";\n";
-  if (split) {
-    body += "  " + L + " part = g % " + number(parts) + ";\n";
-    body += "  " + L + " go = g / " + number(parts) + ";\n";
+  body += "  " + L + " gt = g" + (split ? " / " + number(parts) : std::string()) + ";\n";
+  if (split) body += "  " + L + " part = g % " + number(parts) + ";\n";
+  // The output (go), and this work-item's lane and column in the work-group.
+  if (columns > 1) {
+    const std::string C = std::to_string(columns);
+    body += "  int lane = l / " + C + ", tc = l % " + C + ";\n";
+    body += "  " + L + " column = (gt % " + number(tiles) + ") * " + C + " + tc;\n";
+    body += "  " + L + " go = (gt / " + number(tiles) + ") * " + number(inner) + " + column;\n";
   } else {
-    body += "  " + L + " go = g;\n";
+    body += "  int lane = l, tc = 0;\n  " + L + " go = gt;\n";
   }
   body += "  " + L + " base = (go / " + number(inner) + ") * " + number(reduced * inner) +
           " + go % " + number(inner) + ";\n";
@@ -78,14 +94,17 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   } else {
     body += "  " + A + " acc = " + start + ";\n";
   }
+  // The last tile's columns past the end read nothing.
+  const std::string in_range = columns > 1 ? "column < " + number(inner) : "1";
   if (split) {
     body += "  " + L + " end = part * " + number(chunk) + " + " + number(chunk) + ";\n  if (end > " +
             number(reduced) + ") end = " + number(reduced) + ";\n";
-    body += "  for (" + L + " j = part * " + number(chunk) + " + l; j < end; j += " +
-            std::to_string(group) + ") {\n";
+    body += "  for (" + L + " j = part * " + number(chunk) + " + lane; " +
+            (columns > 1 ? in_range + " && " : "") + "j < end; j += " + std::to_string(lanes) +
+            ") {\n";
   } else {
-    body += "  for (" + L + " j = l; j < " + number(reduced) + "; j += " +
-            std::to_string(group) + ") {\n";
+    body += "  for (" + L + " j = lane; " + (columns > 1 ? in_range + " && " : "") + "j < " +
+            number(reduced) + "; j += " + std::to_string(lanes) + ") {\n";
   }
   body += "  " + L + " p = base + j * " + number(inner) + ";\n";
   std::string value;
@@ -114,50 +133,52 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
     body += "  " + local + " " + A + " accs[" + g + "];\n  accs[l] = acc;\n";
   }
   body += "  " + barrier + ";\n";
-  body += "  for (int s = " + std::to_string(group / 2) + "; s > 0; s >>= 1) {\n";
-  body += "    if (l < s) {\n";
+  const std::string other = columns > 1 ? "l + s * " + std::to_string(columns) : "l + s";
+  body += "  for (int s = " + std::to_string(lanes / 2) + "; s > 0; s >>= 1) {\n";
+  body += "    if (lane < s) {\n";
   if (extreme) {
     // The later position wins only when it replaces the other by the rules, or ties with it
     // (neither replaces the other) from an earlier position: the first extreme, the first NaN.
-    body += "      " + T + " b = bests[l + s];\n      " + L + " a = ats[l + s];\n";
+    body += "      " + T + " b = bests[" + other + "];\n      " + L + " a = ats[" + other + "];\n";
     body += "      " + T + " c = bests[l];\n      " + L + " e = ats[l];\n";
     const std::string mx = maximum ? "1" : "0";
     body += "      if (a >= 0 && (e < 0 || kiln_replaces(b, c, " + mx +
             ") || (!kiln_replaces(c, b, " + mx + ") && a < e))) { bests[l] = b; ats[l] = a; }\n";
   } else {
-    body += "      accs[l] = " + combine + "(accs[l], accs[l + s]);\n";
+    body += "      accs[l] = " + combine + "(accs[l], accs[" + other + "]);\n";
   }
   body += "    }\n    " + barrier + ";\n  }\n";
-  std::string result;
-  if (arg) {
-    result = "ats[0]";
-    result = cast(result, DType::i64, out_type, d);
-  } else if (extreme) {
-    result = cast("bests[0]", value_type, out_type, d);
-  } else {
-    std::string total = "accs[0]";
+  // The output's value from the merged slot `at` of the tree.
+  const auto result_at = [&](const std::string& at) {
+    if (arg) return cast("ats[" + at + "]", DType::i64, out_type, d);
+    if (extreme) return cast("bests[" + at + "]", value_type, out_type, d);
+    const std::string merged = "accs[" + at + "]";
+    std::string total = merged;
     if (op == Op::mean && is_float(acc_type))
-      total = arithmetic(d, "accs[0]", '/', "(" + A + ")" + number(reduced));
+      total = arithmetic(d, merged, '/', "(" + A + ")" + number(reduced));
     if (op == Op::mean && complex) {  // each part divided by the count, as the reference does
       const std::string count = literal(Scalar(static_cast<double>(reduced)), real_type(acc_type), d);
-      const std::string args[] = {A, "accs[0].x / " + count, "accs[0].y / " + count};
+      const std::string args[] = {A, merged + ".x / " + count, merged + ".y / " + count};
       total = fill_template(d.make_complex, args);
     }
-    result = cast(cast(total, acc_type, value_type, d), value_type, out_type, d);
-  }
+    return cast(cast(total, acc_type, value_type, d), value_type, out_type, d);
+  };
+  // Lane 0 of each column holds its output's value.
+  const std::string writer = "  if (lane == 0" + (columns > 1 ? " && " + in_range : "") + ")";
   char head[160];
   std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), group);
   out.local_size = static_cast<std::size_t>(group);
-  out.global_size = static_cast<std::size_t>(outputs_n * parts) * out.local_size;
+  out.global_size = static_cast<std::size_t>(groups * parts) * out.local_size;
   if (!split) {
-    body += "  if (l == 0) {\n    " + r.write("out0", "g", result, root.dtype) + "\n  }\n";
+    body += writer + " {\n    " + r.write("out0", "go", result_at("tc"), root.dtype) + "\n  }\n";
     r.finish(head, outputs, body);
     return std::move(out);
   }
-  // The first launch leaves each work-group's partial result in the scratch buffer; the merge
-  // kernel, one work-group per output, adds an output's partials in order in the same tree.
+  // The first launch leaves each work-group's partial results in the scratch buffer, the parts of
+  // an output side by side; the merge kernel, one work-group per output, adds an output's
+  // partials in order in the same tree.
   const std::string global = d.global.empty() ? std::string() : std::string(d.global) + " ";
-  body += "  if (l == 0) partials[g] = accs[0];\n";
+  body += writer + " partials[go * " + number(parts) + " + part] = accs[l];\n";
   int merge_group = 1;
   while (merge_group < 256 && merge_group < parts &&
          static_cast<std::size_t>(merge_group) * 2 <= device.max_group)
@@ -172,7 +193,7 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   merge += "  for (int s = " + std::to_string(merge_group / 2) + "; s > 0; s >>= 1) {\n";
   merge += "    if (l < s) accs[l] = " + combine + "(accs[l], accs[l + s]);\n    " + barrier +
            ";\n  }\n";
-  merge += "  if (l == 0) {\n    " + r.write("out0", "g", result, root.dtype) + "\n  }\n";
+  merge += "  if (l == 0) {\n    " + r.write("out0", "g", result_at("0"), root.dtype) + "\n  }\n";
   char merge_head[160];
   std::snprintf(merge_head, sizeof merge_head, std::string(d.fixed_group).c_str(), merge_group);
   out.merge_entry = "kiln_reduce_merge";
