@@ -6,9 +6,10 @@
 namespace kiln::detail::codegen {
 
 // 2-D convolution, its gradients and max pooling over NCHW values, one work-item per output
-// element. conv2d, conv2d_grad_weight and max_pool2d sum (or compare) their terms in the
-// reference's order and type, so their values are the reference's; conv2d_grad_input gathers the
-// terms of each input position by window offset instead of the reference's scatter order.
+// element (conv2d: per tile of 4 output channels by 4 output columns). conv2d,
+// conv2d_grad_weight and max_pool2d sum (or compare) their terms in the reference's order and
+// type, so their values are the reference's; conv2d_grad_input gathers the terms of each input
+// position by window offset instead of the reference's scatter order.
 RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                         const DeviceTraits& device) {
   Renderer r(structure, d);
@@ -49,19 +50,59 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
     }
   };
   switch (root.op) {
-    case Op::conv2d:
+    case Op::conv2d: {
+      // A work-item computes kTile output channels by kTile adjacent output columns: each term's
+      // kTile weights and kTile input values serve kTile^2 products (a work-item per output
+      // loads two values per product). Each output still sums its terms in the reference's
+      // order, skipping the same padding positions, so its value is the reference's.
+      constexpr int kTile = 4;
+      const std::int64_t channel_tiles = (g.o + kTile - 1) / kTile;
+      const std::int64_t column_tiles = (g.ow + kTile - 1) / kTile;
+      const std::int64_t items = g.n * channel_tiles * g.oh * column_tiles;
       out.entry = "kiln_conv2d";
-      unpack({{"nn", g.n}, {"oc", g.o}, {"i", g.oh}, {"j", g.ow}});
-      body += "  " + T + " acc = 0;\n";
-      body += "  for (" + L + " c = 0; c < " + N(g.c) + "; ++c)\n  for (" + L + " ki = 0; ki < " + N(g.kh) +
-              "; ++ki) {\n  " + L + " y = " + row + ";\n  if (y < 0 || y >= " + N(g.h) +
-              ") continue;\n  for (" + L + " kj = 0; kj < " + N(g.kw) + "; ++kj) {\n  " + L + " x = " + col +
-              ";\n  if (x < 0 || x >= " + N(g.w) + ") continue;\n";
-      value(body, "a", 0, xi, t);
-      value(body, "b", 1, wi, t);
-      body += "  acc = " + arithmetic(d, "acc", '+', arithmetic(d, "a", '*', "b")) +
-              ";\n  }\n  }\n  out0[e] = acc;\n";
-      break;
+      body = per_item(d, "e", items);
+      unpack({{"nn", g.n}, {"ot", channel_tiles}, {"i", g.oh}, {"jt", column_tiles}});
+      const auto tile = [](int v) { return std::to_string(v); };
+      for (int q = 0; q < kTile; ++q)
+        for (int u = 0; u < kTile; ++u) body += "  " + T + " acc" + tile(q) + tile(u) + " = 0;\n";
+      body += "  for (" + L + " c = 0; c < " + N(g.c) + "; ++c)\n  for (" + L + " ki = 0; ki < " +
+              N(g.kh) + "; ++ki) {\n  " + L + " y = " + row + ";\n  if (y < 0 || y >= " + N(g.h) +
+              ") continue;\n  for (" + L + " kj = 0; kj < " + N(g.kw) + "; ++kj) {\n";
+      // The weights of the tile's channels (a channel past the last reads the last: unused).
+      for (int q = 0; q < kTile; ++q) {
+        const std::string oc = "(ot * " + tile(kTile) + " + " + tile(q) + " < " + N(g.o) +
+                               " ? ot * " + tile(kTile) + " + " + tile(q) + " : " + N(g.o - 1) + ")";
+        body += "  " + T + " b" + tile(q) + ";\n  {\n  " + L + " oc = " + oc + ";\n";
+        value(body, "b" + tile(q) + "_v", 1, wi, t);
+        body += "  b" + tile(q) + " = b" + tile(q) + "_v;\n  }\n";
+      }
+      // The input values of the tile's columns, where inside the image (and the output).
+      for (int u = 0; u < kTile; ++u) {
+        const std::string U = tile(u);
+        body += "  " + L + " x" + U + " = (jt * " + tile(kTile) + " + " + U + ") * " + N(g.sw) +
+                " - " + N(g.pw) + " + kj * " + N(g.dw) + ";\n";
+        body += "  int inside" + U + " = jt * " + tile(kTile) + " + " + U + " < " + N(g.ow) + " && x" +
+                U + " >= 0 && x" + U + " < " + N(g.w) + ";\n";
+        body += "  " + T + " a" + U + " = 0;\n  if (inside" + U + ") {\n  " + L + " x = x" + U + ";\n";
+        value(body, "a" + U + "_v", 0, xi, t);
+        body += "  a" + U + " = a" + U + "_v;\n  }\n";
+      }
+      for (int q = 0; q < kTile; ++q)
+        for (int u = 0; u < kTile; ++u) {
+          const std::string acc = "acc" + tile(q) + tile(u);
+          body += "  if (inside" + tile(u) + ") " + acc + " = " +
+                  arithmetic(d, acc, '+', arithmetic(d, "a" + tile(u), '*', "b" + tile(q))) + ";\n";
+        }
+      body += "  }\n  }\n";
+      for (int q = 0; q < kTile; ++q)
+        for (int u = 0; u < kTile; ++u)
+          body += "  if (ot * " + tile(kTile) + " + " + tile(q) + " < " + N(g.o) + " && jt * " +
+                  tile(kTile) + " + " + tile(u) + " < " + N(g.ow) + ") out0[((nn * " + N(g.o) +
+                  " + ot * " + tile(kTile) + " + " + tile(q) + ") * " + N(g.oh) + " + i) * " +
+                  N(g.ow) + " + jt * " + tile(kTile) + " + " + tile(u) + "] = acc" + tile(q) +
+                  tile(u) + ";\n";
+      return r.per_item_kernel(items, device, outputs, body);
+    }
     case Op::conv2d_grad_weight:
       out.entry = "kiln_conv2d_grad_weight";
       unpack({{"oc", g.o}, {"c", g.c}, {"ki", g.kh}, {"kj", g.kw}});
