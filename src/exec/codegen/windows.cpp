@@ -6,7 +6,7 @@
 namespace kiln::detail::codegen {
 
 // 2-D convolution, its gradients and max pooling over NCHW values, one work-item per output
-// element (conv2d: per tile of 4 output channels by 4 output columns). conv2d,
+// element (conv2d and conv2d_grad_input: per tile of 4 channels by 4 columns). conv2d,
 // conv2d_grad_weight and max_pool2d sum (or compare) their terms in the reference's order and
 // type, so their values are the reference's; conv2d_grad_input gathers the terms of each input
 // position by window offset instead of the reference's scatter order.
@@ -49,6 +49,22 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
                 "; q /= " + N(v[a].second) + ";\n";
     }
   };
+  // The tiled kernels' accumulators acc<q><u> (channel q, column u of the tile), and their terms:
+  // acc<q><u> += a<u> * b<q> where inside<u> (the column's term exists).
+  const auto declare_tile = [&](int size) {
+    for (int q = 0; q < size; ++q)
+      for (int u = 0; u < size; ++u)
+        body += "  " + T + " acc" + std::to_string(q) + std::to_string(u) + " = 0;\n";
+  };
+  const auto accumulate_tile = [&](int size) {
+    for (int q = 0; q < size; ++q)
+      for (int u = 0; u < size; ++u) {
+        const std::string Q = std::to_string(q), U = std::to_string(u), acc = "acc" + Q + U;
+        const std::string a = std::string("a") + U, b = std::string("b") + Q;
+        body += "  if (inside" + U + ") " + acc + " = " +
+                arithmetic(d, acc, '+', arithmetic(d, a, '*', b)) + ";\n";
+      }
+  };
   switch (root.op) {
     case Op::conv2d: {
       // A work-item computes kTile output channels by kTile adjacent output columns: each term's
@@ -63,8 +79,7 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
       body = per_item(d, "e", items);
       unpack({{"nn", g.n}, {"ot", channel_tiles}, {"i", g.oh}, {"jt", column_tiles}});
       const auto tile = [](int v) { return std::to_string(v); };
-      for (int q = 0; q < kTile; ++q)
-        for (int u = 0; u < kTile; ++u) body += "  " + T + " acc" + tile(q) + tile(u) + " = 0;\n";
+      declare_tile(kTile);
       body += "  for (" + L + " c = 0; c < " + N(g.c) + "; ++c)\n  for (" + L + " ki = 0; ki < " +
               N(g.kh) + "; ++ki) {\n  " + L + " y = " + row + ";\n  if (y < 0 || y >= " + N(g.h) +
               ") continue;\n  for (" + L + " kj = 0; kj < " + N(g.kw) + "; ++kj) {\n";
@@ -87,12 +102,7 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
         value(body, "a" + U + "_v", 0, xi, t);
         body += "  a" + U + " = a" + U + "_v;\n  }\n";
       }
-      for (int q = 0; q < kTile; ++q)
-        for (int u = 0; u < kTile; ++u) {
-          const std::string acc = "acc" + tile(q) + tile(u);
-          body += "  if (inside" + tile(u) + ") " + acc + " = " +
-                  arithmetic(d, acc, '+', arithmetic(d, "a" + tile(u), '*', "b" + tile(q))) + ";\n";
-        }
+      accumulate_tile(kTile);
       body += "  }\n  }\n";
       for (int q = 0; q < kTile; ++q)
         for (int u = 0; u < kTile; ++u)
@@ -116,22 +126,56 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
       body += "  acc = " + arithmetic(d, "acc", '+', arithmetic(d, "a", '*', "b")) +
               ";\n  }\n  }\n  out0[e] = acc;\n";
       break;
-    case Op::conv2d_grad_input:
+    case Op::conv2d_grad_input: {
+      // A work-item per tile of kTile input channels by kTile adjacent input columns, as conv2d's
+      // tiles: each term's kTile weights and kTile gradient values serve kTile^2 products, every
+      // input position summing its terms in the order of one work-item per position.
+      constexpr int kTile = 4;
+      const std::int64_t channel_tiles = (g.c + kTile - 1) / kTile;
+      const std::int64_t column_tiles = (g.w + kTile - 1) / kTile;
+      const std::int64_t items = g.n * channel_tiles * g.h * column_tiles;
       out.entry = "kiln_conv2d_grad_input";
-      unpack({{"nn", g.n}, {"c", g.c}, {"y", g.h}, {"x", g.w}});
-      body += "  " + T + " acc = 0;\n";
+      body = per_item(d, "e", items);
+      unpack({{"nn", g.n}, {"ct", channel_tiles}, {"y", g.h}, {"xt", column_tiles}});
+      const auto tile = [](int v) { return std::to_string(v); };
+      const std::string K = tile(kTile);
+      declare_tile(kTile);
       body += "  for (" + L + " oc = 0; oc < " + N(g.o) + "; ++oc)\n  for (" + L + " ki = 0; ki < " +
               N(g.kh) + "; ++ki) {\n  " + L + " ti = y + " + N(g.ph) + " - ki * " + N(g.dh) +
               ";\n  if (ti < 0 || ti % " + N(g.sh) + " != 0) continue;\n  " + L + " i = ti / " +
               N(g.sh) + ";\n  if (i >= " + N(g.oh) + ") continue;\n  for (" + L + " kj = 0; kj < " +
-              N(g.kw) + "; ++kj) {\n  " + L + " tj = x + " + N(g.pw) + " - kj * " + N(g.dw) +
-              ";\n  if (tj < 0 || tj % " + N(g.sw) + " != 0) continue;\n  " + L + " j = tj / " +
-              N(g.sw) + ";\n  if (j >= " + N(g.ow) + ") continue;\n";
-      value(body, "a", 0, gi, t);
-      value(body, "b", 1, wi, t);
-      body += "  acc = " + arithmetic(d, "acc", '+', arithmetic(d, "a", '*', "b")) +
-              ";\n  }\n  }\n  out0[e] = acc;\n";
-      break;
+              N(g.kw) + "; ++kj) {\n";
+      // The weights of the tile's channels (a channel past the last reads the last: unused).
+      for (int q = 0; q < kTile; ++q) {
+        const std::string Q = tile(q);
+        body += "  " + T + " b" + Q + ";\n  {\n  " + L + " c = ct * " + K + " + " + Q + " < " +
+                N(g.c) + " ? ct * " + K + " + " + Q + " : " + N(g.c - 1) + ";\n";
+        value(body, "b" + Q + "_v", 1, wi, t);
+        body += "  b" + Q + " = b" + Q + "_v;\n  }\n";
+      }
+      // The gradient values that reach the tile's columns through this offset.
+      for (int u = 0; u < kTile; ++u) {
+        const std::string U = tile(u);
+        body += "  " + L + " tj" + U + " = xt * " + K + " + " + U + " + " + N(g.pw) + " - kj * " +
+                N(g.dw) + ";\n";
+        body += "  int inside" + U + " = xt * " + K + " + " + U + " < " + N(g.w) + " && tj" + U +
+                " >= 0 && tj" + U + " % " + N(g.sw) + " == 0 && tj" + U + " / " + N(g.sw) +
+                " < " + N(g.ow) + ";\n";
+        body += "  " + T + " a" + U + " = 0;\n  if (inside" + U + ") {\n  " + L + " j = tj" + U +
+                " / " + N(g.sw) + ";\n";
+        value(body, "a" + U + "_v", 0, gi, t);
+        body += "  a" + U + " = a" + U + "_v;\n  }\n";
+      }
+      accumulate_tile(kTile);
+      body += "  }\n  }\n";
+      for (int q = 0; q < kTile; ++q)
+        for (int u = 0; u < kTile; ++u)
+          body += "  if (ct * " + K + " + " + tile(q) + " < " + N(g.c) + " && xt * " + K + " + " +
+                  tile(u) + " < " + N(g.w) + ") out0[((nn * " + N(g.c) + " + ct * " + K + " + " +
+                  tile(q) + ") * " + N(g.h) + " + y) * " + N(g.w) + " + xt * " + K + " + " +
+                  tile(u) + "] = acc" + tile(q) + tile(u) + ";\n";
+      return r.per_item_kernel(items, device, outputs, body);
+    }
     case Op::max_pool2d: {
       out.entry = "kiln_max_pool2d";
       const DType in = root.inputs[0]->dtype;
