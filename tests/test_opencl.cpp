@@ -52,6 +52,69 @@ const kiln::detail::Buffer& buffer_of(const Tensor& t) { return *t.node()->resul
 #define REQUIRE_DEVICE(executor) REQUIRE_OPENCL(executor)
 #include "device_backend_tests.inc"
 
+// conv2d in OpenCL's generated kernel, a work-item per tile of output channels and columns, gives
+// the reference's bits (CUDA's convolutions are cuDNN's): channel and column counts that leave
+// the last tiles short, stride, padding and dilation, an input read through a transposing view,
+// f64, and infinities and NaN in the weights, which a padding position must not meet (0 * inf is
+// NaN).
+TEST(OpenCl, Conv2dGivesTheReferencesBits) {
+  REQUIRE_OPENCL(gpu);
+  const Tensor x = kiln::uniform({2, 3, 11, 13}, 21) - 0.5f;
+  const Tensor w = kiln::uniform({6, 3, 3, 3}, 22) - 0.5f;
+  std::vector<float> special(5 * 3 * 2 * 2, 0.25f);
+  special[0] = INFINITY;
+  special[7] = NAN;
+  special[13] = -INFINITY;
+  const Tensor ws = Tensor::from(special, {5, 3, 2, 2});
+  const auto options = [](std::int64_t stride, std::int64_t padding, std::int64_t dilation) {
+    kiln::Conv2dOptions o;
+    o.stride = {stride, stride};
+    o.padding = {padding, padding};
+    o.dilation = {dilation, dilation};
+    return o;
+  };
+  const std::vector<std::function<Tensor()>> cases = {
+      [&] { return kiln::conv2d(x, w); },
+      [&] { return kiln::conv2d(x, w, Tensor(), options(1, 1, 1)); },
+      [&] { return kiln::conv2d(x, w, Tensor(), options(2, 2, 1)); },
+      [&] { return kiln::conv2d(x, w, Tensor(), options(1, 3, 2)); },
+      [&] { return kiln::conv2d(kiln::transpose(x, 2, 3), w, Tensor(), options(1, 1, 1)); },
+      [&] { return kiln::conv2d(kiln::convert(x, DType::f64), kiln::convert(w, DType::f64)); },
+      [&] { return kiln::conv2d(x, ws, Tensor(), options(1, 1, 1)); },
+      [&] { return kiln::conv2d(kiln::uniform({1, 7, 5, 4}, 23), kiln::uniform({9, 7, 1, 1}, 24)); },
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const Tensor got = cases[c]().eval(*gpu);
+    EXPECT_FALSE(buffer_of(got).on_host()) << "case " << c;
+    const Tensor want = cases[c]().eval(*kiln::reference_executor());
+    ASSERT_EQ(got.shape(), want.shape()) << "case " << c;
+    const auto g = got.to_vector<double>(), r = want.to_vector<double>();
+    for (std::size_t i = 0; i < r.size(); ++i)
+      EXPECT_TRUE(std::memcmp(&g[i], &r[i], sizeof(double)) == 0 || (std::isnan(g[i]) && std::isnan(r[i])))
+          << "case " << c << " element " << i << ": " << g[i] << ", reference " << r[i];
+  }
+  // The gradient with respect to the input (tiled as conv2d, its terms gathered per position in
+  // another order than the reference's scatter): within rounding.
+  const std::vector<kiln::Conv2dOptions> settings = {options(1, 0, 1), options(1, 1, 1),
+                                                     options(2, 1, 1), options(3, 2, 2)};
+  for (std::size_t c = 0; c < settings.size(); ++c) {
+    const auto gradient = [&](kiln::Executor& e) {
+      Tensor input = x.detach().watch(), out;
+      {
+        kiln::GradientContext ctx;
+        out = kiln::sum(kiln::conv2d(input, w, Tensor(), settings[c]) *
+                        kiln::uniform({1, 6, 1, 1}, 25));
+      }
+      const Tensor grad = kiln::gradients(out, {input})[0];
+      return grad.eval(e).to_vector<double>();
+    };
+    const auto g = gradient(*gpu), r = gradient(*kiln::reference_executor());
+    ASSERT_EQ(g.size(), r.size());
+    for (std::size_t i = 0; i < r.size(); ++i)
+      EXPECT_NEAR(g[i], r[i], 1e-6 * (1 + std::abs(r[i]))) << "setting " << c << " element " << i;
+  }
+}
+
 TEST(OpenCl, DevicesAreListedAndChosenByName) {
   REQUIRE_OPENCL(gpu);
   const std::vector<std::string> devices = kiln::opencl_devices();
