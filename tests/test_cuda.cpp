@@ -2,7 +2,7 @@
 // executor is a clear device_error saying what is missing, kiln's other executors work, and the
 // device tests report themselves skipped; on a GPU they run the device tests every generated-kernel
 // backend passes (device_backend_tests.inc), products through cuBLAS, convolutions through cuDNN,
-// a real device out-of-memory, and calls from several threads.
+// Fourier transforms through cuFFT, a real device out-of-memory, and calls from several threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,6 +24,7 @@
 #ifdef KILN_TEST_CUDA
 #include "exec/cuda/cublas_matmul.hpp"
 #include "exec/cuda/cudnn_convolution.hpp"
+#include "exec/cuda/cufft_transform.hpp"
 #endif
 
 namespace {
@@ -121,6 +122,38 @@ TEST(Cuda, ConvolutionsAndTheirGradientsGoToCudnn) {
     const std::vector<Tensor> again = outputs();
     for (std::size_t i = 0; i < got.size(); ++i)
       EXPECT_EQ(again[i].eval(*gpu).to_vector<float>(), got[i].to_vector<float>()) << i;
+  }
+}
+#endif
+
+#ifdef KILN_TEST_CUDA
+// Contiguous transforms of complex values go to cuFFT (forward and inverse, c64 and c128, along
+// the last axis and along another), within rounding of the reference's KISS FFT; one read through
+// a view stays with the generated kernel.
+TEST(Cuda, FourierTransformsGoToCufft) {
+  REQUIRE_CUDA(gpu);
+  const auto reference = kiln::reference_executor();
+  const Tensor z = kiln::complex(kiln::uniform({12, 1000}, 31) - 0.5f,
+                                 kiln::uniform({12, 1000}, 32) - 0.5f);
+  const std::vector<std::pair<bool, std::function<Tensor()>>> cases = {
+      {true, [&] { return kiln::fft(z); }},
+      {true, [&] { return kiln::ifft(z); }},
+      {true, [&] { return kiln::fft(kiln::convert(z, DType::c128), std::nullopt, 0); }},
+      {true, [&] { return kiln::ifft(kiln::reshape(z, {3, 4, 1000}), std::nullopt, 1); }},
+      {false, [&] { return kiln::fft(kiln::transpose(z, 0, 1)); }},
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const std::uint64_t before = kiln::detail::cuda::CufftTransform::computed();
+    const Tensor got = cases[c].second().eval(*gpu);
+    EXPECT_EQ(kiln::detail::cuda::CufftTransform::computed() > before, cases[c].first)
+        << "case " << c;
+    const Tensor want = cases[c].second().eval(*reference);
+    const auto g = got.to_vector<std::complex<double>>(), r = want.to_vector<std::complex<double>>();
+    ASSERT_EQ(g.size(), r.size());
+    double largest = 0;
+    for (const auto& v : r) largest = std::max(largest, std::abs(v));
+    for (std::size_t i = 0; i < r.size(); ++i)
+      EXPECT_LE(std::abs(g[i] - r[i]), 2e-6 * (1 + largest)) << "case " << c << " element " << i;
   }
 }
 #endif

@@ -1,6 +1,7 @@
 // The CUDA backend: the generated-kernel backend (exec/device/) on a CUDA device, its kernels
 // rendered in CUDA C (which spells out the NaN rule) and compiled by NVRTC for the device's
-// architecture, with matrix products through cuBLAS and convolutions through cuDNN. Kernels that
+// architecture, with matrix products through cuBLAS, convolutions through cuDNN and Fourier
+// transforms through cuFFT. Kernels that
 // run the user's C++ callables, and the kernels of complex values the renderer has no form of
 // (render.hpp: renders_complex), go to the runtime's host fallback, which KILN_DEBUG names and
 // kiln::executor_report() lists.
@@ -13,6 +14,7 @@
 #include "exec/cuda/cublas_matmul.hpp"
 #include "exec/cuda/cuda_device.hpp"
 #include "exec/cuda/cudnn_convolution.hpp"
+#include "exec/cuda/cufft_transform.hpp"
 #include "exec/codegen/render.hpp"
 #include "exec/device/generated_backend.hpp"
 #include "exec/matrix_layout.hpp"
@@ -29,7 +31,8 @@ namespace {
 class CudaBackend final : public device::GeneratedBackend {
  public:
   explicit CudaBackend(std::shared_ptr<CudaDevice> device)
-      : GeneratedBackend(device), device_(device), blas_(device), dnn_(std::move(device)) {}
+      : GeneratedBackend(device), device_(device), blas_(device), dnn_(device),
+        fft_(std::move(device)) {}
 
   std::string_view name() const override { return "cuda"; }
 
@@ -40,8 +43,9 @@ class CudaBackend final : public device::GeneratedBackend {
     // takes seconds to build, 64 well under one (four launches instead of one).
     p.max_ops = 64;
     p.narrow_types = true;
-    // Complex values: the elementwise ops with a complex form fused like the others, products
-    // through cuBLAS; the host computes the other kernels of complex values.
+    // Complex values: the elementwise ops with a complex form fused like the others; the other
+    // kernels of complex values are kernels of their own (products through cuBLAS, transforms
+    // through cuFFT).
     p.complex_single_kernels = true;
     p.complex_elementwise = &renders_complex;
     return p;
@@ -54,12 +58,14 @@ class CudaBackend final : public device::GeneratedBackend {
     return false;
   }
 
-  // A product cuBLAS takes runs there, a convolution cuDNN takes there; false leaves it to the
-  // generated kernel.
+  // A product cuBLAS takes runs there, a convolution cuDNN takes there, a Fourier transform
+  // cuFFT takes there; false leaves it to the generated kernel.
   bool library_kernel(const KernelRun& r) override {
     const Kernel& k = r.kernel;
     if (k.kind == Kernel::Kind::single && use_dnn_ && CudnnConvolution::takes(*k.root))
       return convolution(r);
+    if (k.kind == Kernel::Kind::single && use_fft_ && CufftTransform::takes(*k.root))
+      return transform(r);
     if (k.kind != Kernel::Kind::matmul || !use_blas_ || !CublasMatmul::takes(*k.root))
       return false;
     return library_product(r, [&](const device::DeviceBuffer& a, MatrixLayout a_layout,
@@ -92,6 +98,25 @@ class CudaBackend final : public device::GeneratedBackend {
     return true;
   }
 
+  bool transform(const KernelRun& r) {
+    const Kernel& k = r.kernel;
+    const Node& root = *k.root;
+    // cuFFT reads the input as it lies: contiguous.
+    const KernelInput& in = k.inputs[0];
+    if (in.view != nullptr && !in.view->is_identity()) return false;
+    const auto a = on_device(*in.node->result);
+    Output out = output(r, 0, root);
+    std::string why;
+    if (!fft_.run(root, memory_of(*a), memory_of(*out.memory), why)) {
+      if (debug_)
+        std::cerr << "[kiln] cuda: fft " << shape_to_string(root.shape) << ": " << why
+                  << "; the generated kernel computes it\n";
+      return false;
+    }
+    publish(*k.root, std::move(out));
+    return true;
+  }
+
   static CUdeviceptr memory_of(const device::DeviceBuffer& b) {
     return static_cast<const CudaMemory&>(b).handle();
   }
@@ -99,10 +124,13 @@ class CudaBackend final : public device::GeneratedBackend {
   std::shared_ptr<CudaDevice> device_;
   CublasMatmul blas_;
   CudnnConvolution dnn_;
+  CufftTransform fft_;
   // KILN_CUDA_BLAS=0 computes products with the generated kernel (to compare them).
   const bool use_blas_ = !environment_is("KILN_CUDA_BLAS", "0");
   // KILN_CUDA_DNN=0 computes convolutions with the generated kernels.
   const bool use_dnn_ = !environment_is("KILN_CUDA_DNN", "0");
+  // KILN_CUDA_FFT=0 computes Fourier transforms with the generated kernel.
+  const bool use_fft_ = !environment_is("KILN_CUDA_FFT", "0");
 };
 
 // The device the executor opened, for cuda_memory_stats.
