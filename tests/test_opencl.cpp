@@ -115,6 +115,55 @@ TEST(OpenCl, Conv2dGivesTheReferencesBits) {
   }
 }
 
+// The gradient with respect to the weights: one work-item per weight where the weights are many
+// (the reference's bits), and, for a first layer's few weights over a large batch, several per
+// weight over runs of the batch, merged in order (within rounding, the same bits every run).
+TEST(OpenCl, Conv2dWeightGradientSplitsTheBatchWhereWeightsAreFew) {
+  REQUIRE_OPENCL(gpu);
+  struct Case {
+    kiln::Shape input, weight;
+    std::int64_t padding;
+    bool exact;
+  };
+  const std::vector<Case> cases = {
+      {{64, 1, 28, 28}, {32, 1, 5, 5}, 2, false},   // 800 weights: the batch in runs
+      {{3, 5, 9, 10}, {7, 5, 3, 3}, 1, true},       // 315 weights of few terms: one each
+      {{2, 32, 6, 6}, {64, 32, 3, 3}, 1, true},     // 18,432 weights: one work-item each
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const Tensor x = kiln::uniform(cases[c].input, 41) - 0.5f;
+    const Tensor w = kiln::uniform(cases[c].weight, 42) - 0.5f;
+    kiln::Conv2dOptions options;
+    options.padding = {cases[c].padding, cases[c].padding};
+    const auto gradient = [&](kiln::Executor& e, DType type) {
+      Tensor weight = kiln::convert(w, type).detach().watch(), out;
+      {
+        kiln::GradientContext ctx;
+        out = kiln::sum(kiln::square(kiln::conv2d(kiln::convert(x, type), weight, Tensor(), options)));
+      }
+      return kiln::gradients(out, {weight})[0].eval(e).to_vector<double>();
+    };
+    const auto reference = kiln::reference_executor();
+    const auto g = gradient(*gpu, DType::f32), again = gradient(*gpu, DType::f32),
+               r = gradient(*reference, DType::f32), exact = gradient(*reference, DType::f64);
+    ASSERT_EQ(g.size(), r.size());
+    EXPECT_EQ(g, again) << "case " << c << ": the same bits on every run";
+    // Split, the sums round otherwise than the reference's one long f32 sum (50,000 terms in
+    // the first case, which is off the f64 value by up to 1e-4): both are held to the f64 value
+    // within rounding of the largest gradient.
+    double largest = 0;
+    for (const double v : exact) largest = std::max(largest, std::abs(v));
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if (cases[c].exact) {
+        EXPECT_EQ(g[i], r[i]) << "case " << c << " element " << i;
+      } else {
+        EXPECT_NEAR(g[i], exact[i], 1e-5 * (1 + largest)) << "case " << c << " element " << i;
+        EXPECT_NEAR(r[i], exact[i], 1e-5 * (1 + largest)) << "case " << c << " element " << i;
+      }
+    }
+  }
+}
+
 TEST(OpenCl, DevicesAreListedAndChosenByName) {
   REQUIRE_OPENCL(gpu);
   const std::vector<std::string> devices = kiln::opencl_devices();

@@ -356,9 +356,10 @@ void Renderer::finish(const std::string& head, const std::vector<std::string>& o
 
 RenderedKernel Renderer::per_item_kernel(std::int64_t n, const DeviceTraits& device,
                                          const std::vector<std::string>& outputs,
-                                         const std::string& body, const std::string& before) {
+                                         const std::string& body, const std::string& before,
+                                         const std::string& extra, const std::string& after) {
   one_item_each(r_, n, device);
-  finish(before + std::string(d_.kernel), outputs, body);
+  finish(before + std::string(d_.kernel), outputs, body, extra, after);
   return std::move(r_);
 }
 

@@ -113,10 +113,11 @@ class Renderer {
               const std::string& after = "");
 
   // Ends a kernel of one work-item per position of `n`; `before` (helper functions) goes in
-  // front of the entry point.
+  // front of the entry point, `extra` and `after` as finish takes them.
   RenderedKernel per_item_kernel(std::int64_t n, const DeviceTraits& device,
                                  const std::vector<std::string>& outputs, const std::string& body,
-                                 const std::string& before = {});
+                                 const std::string& before = {}, const std::string& extra = {},
+                                 const std::string& after = {});
 
   // Names the entry point of a kernel with one output, of type `t`; returns its parameters.
   std::vector<std::string> begin(const char* entry, DType t);

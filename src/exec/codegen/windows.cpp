@@ -6,10 +6,11 @@
 namespace kiln::detail::codegen {
 
 // 2-D convolution, its gradients and max pooling over NCHW values, one work-item per output
-// element (conv2d and conv2d_grad_input: per tile of 4 channels by 4 columns). conv2d,
-// conv2d_grad_weight and max_pool2d sum (or compare) their terms in the reference's order and
-// type, so their values are the reference's; conv2d_grad_input gathers the terms of each input
-// position by window offset instead of the reference's scatter order.
+// element (conv2d and conv2d_grad_input: per tile of 4 channels by 4 columns; conv2d_grad_weight
+// of few weights: several per weight, merged in order). conv2d, max_pool2d and
+// conv2d_grad_weight of one work-item per weight sum (or compare) their terms in the reference's
+// order and type, so their values are the reference's; conv2d_grad_input gathers the terms of
+// each input position by window offset instead of the reference's scatter order.
 RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                         const DeviceTraits& device) {
   Renderer r(structure, d);
@@ -113,19 +114,59 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
                   tile(u) + ";\n";
       return r.per_item_kernel(items, device, outputs, body);
     }
-    case Op::conv2d_grad_weight:
+    case Op::conv2d_grad_weight: {
+      // Few weights of many terms each (a first layer: 800 weights, each a sum over the batch
+      // of 50,000 terms) would leave the device idle: `parts` work-items share each weight, each
+      // summing a contiguous run of the batch in the reference's order, and a second launch
+      // adds each weight's partial sums in order (the same bits on every run; with parts > 1 not
+      // the reference's, whose sum runs over the whole batch in one).
+      const std::int64_t weights = g.o * g.c * g.kh * g.kw, terms = g.oh * g.ow;
+      std::int64_t parts = 1;
+      while (parts * 2 <= g.n && weights * parts < 16384 && g.n / (parts * 2) * terms >= 256)
+        parts *= 2;
+      const std::int64_t chunk = (g.n + parts - 1) / parts;
       out.entry = "kiln_conv2d_grad_weight";
-      unpack({{"oc", g.o}, {"c", g.c}, {"ki", g.kh}, {"kj", g.kw}});
+      body = per_item(d, "e", weights * parts);
+      body += "  " + L + " w_at = e / " + N(parts) + ", part = e % " + N(parts) + ";\n";
+      body += "  " + L + " q = w_at;\n  " + L + " kj = q % " + N(g.kw) + "; q /= " + N(g.kw) +
+              ";\n  " + L + " ki = q % " + N(g.kh) + "; q /= " + N(g.kh) + ";\n  " + L +
+              " c = q % " + N(g.c) + "; q /= " + N(g.c) + ";\n  " + L + " oc = q;\n";
       body += "  " + T + " acc = 0;\n";
-      body += "  for (" + L + " nn = 0; nn < " + N(g.n) + "; ++nn)\n  for (" + L + " i = 0; i < " + N(g.oh) +
-              "; ++i) {\n  " + L + " y = " + row + ";\n  if (y < 0 || y >= " + N(g.h) +
-              ") continue;\n  for (" + L + " j = 0; j < " + N(g.ow) + "; ++j) {\n  " + L + " x = " + col +
-              ";\n  if (x < 0 || x >= " + N(g.w) + ") continue;\n";
+      body += "  " + L + " last = part * " + N(chunk) + " + " + N(chunk) + ";\n  if (last > " +
+              N(g.n) + ") last = " + N(g.n) + ";\n";
+      body += "  for (" + L + " nn = part * " + N(chunk) + "; nn < last; ++nn)\n  for (" + L +
+              " i = 0; i < " + N(g.oh) + "; ++i) {\n  " + L + " y = " + row + ";\n  if (y < 0 || y >= " +
+              N(g.h) + ") continue;\n  for (" + L + " j = 0; j < " + N(g.ow) + "; ++j) {\n  " + L +
+              " x = " + col + ";\n  if (x < 0 || x >= " + N(g.w) + ") continue;\n";
       value(body, "a", 1, gi, t);
       value(body, "b", 0, xi, t);
       body += "  acc = " + arithmetic(d, "acc", '+', arithmetic(d, "a", '*', "b")) +
-              ";\n  }\n  }\n  out0[e] = acc;\n";
-      break;
+              ";\n  }\n  }\n";
+      if (parts == 1) {
+        body += "  out0[e] = acc;\n";
+        return r.per_item_kernel(weights, device, outputs, body);
+      }
+      body += "  partials[e] = acc;\n";
+      const std::string global = d.global.empty() ? "" : std::string(d.global) + " ";
+      std::string merge = per_item(d, "e", weights);
+      merge += "  " + T + " acc = partials[e * " + N(parts) + "];\n";
+      merge += "  for (" + L + " p = 1; p < " + N(parts) + "; ++p) acc = " +
+               arithmetic(d, "acc", '+', "partials[e * " + N(parts) + " + p]") + ";\n";
+      merge += "  out0[e] = acc;\n";
+      out.merge_entry = "kiln_conv2d_grad_weight_merge";
+      const std::string after = std::string(d.kernel) + " " + out.merge_entry + "(" + outputs[0] +
+                                ", " + global + "const " + T + "* partials) {\n" + merge + "}\n";
+      out.scratch_bytes = static_cast<std::size_t>(weights * parts) * size_of(t);
+      RenderedKernel launches = r.per_item_kernel(weights * parts, device, outputs, body,
+                                                  std::string(), ", " + global + T + "* partials",
+                                                  after);
+      launches.merge_local_size = launches.local_size;
+      launches.merge_global_size = static_cast<std::size_t>(
+          (weights + static_cast<std::int64_t>(launches.local_size) - 1) /
+          static_cast<std::int64_t>(launches.local_size) *
+          static_cast<std::int64_t>(launches.local_size));
+      return launches;
+    }
     case Op::conv2d_grad_input: {
       // A work-item per tile of kTile input channels by kTile adjacent input columns, as conv2d's
       // tiles: each term's kTile weights and kTile gradient values serve kTile^2 products, every
