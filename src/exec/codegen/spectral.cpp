@@ -137,7 +137,7 @@ using Element = std::function<std::string(const std::string& j)>;
 
 // Radix-2 stages (decimation in time) on m values (a power of two), in bit-reversed order before
 // and in order after; the twiddle of butterfly pos in the stage of `span` is
-// exp(-2 pi i pos / (2 span)), read at table[first + pos * m / (2 span)].
+// exp(-+2 pi i pos / (2 span)) (the table's sign), read at table[first + pos * m / (2 span)].
 std::string radix2_forward(const FourierText& f, const Element& line, std::int64_t m,
                            std::int64_t first) {
   const std::string M = number(m), at = first == 0 ? "" : number(first) + " + ";
@@ -362,7 +362,11 @@ RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const D
   }
   if (!value.empty()) {
     if (inverse) {
-      const std::string scale = literal(Scalar(1.0 / static_cast<double>(len)), part, d);
+      // 1 / n in the parts' type, as the reference computes it (not 1 / n rounded twice).
+      const double reciprocal = part == DType::f32
+                                    ? static_cast<double>(1.0f / static_cast<float>(len))
+                                    : 1.0 / static_cast<double>(len);
+      const std::string scale = literal(Scalar(reciprocal), part, d);
       value = f.make(value + ".x * " + scale, value + ".y * " + scale);
     }
     body += "    " + r.write("out0", "base + j * " + number(inner), value, t) + "\n  }\n";

@@ -53,6 +53,8 @@ const CufftApi* cufft_api(std::string& why) {
 
 std::atomic<std::uint64_t> transforms{0};
 
+constexpr std::size_t kMostPlans = 64;
+
 // The inverse's factor: each part times 1 / n, as the reference multiplies (the reciprocal
 // rounded to the parts' type, IEEE division).
 constexpr const char* kScaleSource =
@@ -97,14 +99,16 @@ bool CufftTransform::run(const Node& root, CUdeviceptr in, CUdeviceptr out, std:
   device_->bind();
   const bool wide = root.dtype == DType::c128;
   const AxisLines lines(root);
-  // Lines along the last axis are `outer` lines a length apart, one call; along another axis each
-  // outer block holds `inner` lines side by side (stride inner), one call per block.
-  const bool last = lines.inner == 1;
+  // Element j of line (i, k) lies at (i len + j) inner + k: a call takes the lines of one k
+  // (`outer` of them, a block apart) or of one i (`inner` of them side by side), whichever
+  // makes fewer calls; along the last axis (inner 1) that is one call.
+  const bool by_block = lines.outer <= lines.inner;
   long long n = lines.len, embed = lines.len;
-  const long long stride = last ? 1 : lines.inner, distance = last ? lines.len : 1;
-  const long long batch = last ? lines.outer : lines.inner;
+  const long long stride = lines.inner, distance = by_block ? 1 : lines.len * lines.inner;
+  const long long batch = by_block ? lines.inner : lines.outer;
   const std::string key = std::string(wide ? "z" : "c") + " " + std::to_string(n) + " " +
-                          std::to_string(batch) + " " + std::to_string(stride);
+                          std::to_string(batch) + " " + std::to_string(stride) + " " +
+                          std::to_string(distance);
   const auto failed = [&](cufftResult status, const std::string& what) {
     if (status == CUFFT_ALLOC_FAILED)
       throw Error(ErrorCode::out_of_memory, "CUDA: cuFFT ran out of memory in " + what +
@@ -130,6 +134,12 @@ bool CufftTransform::run(const Node& root, CUdeviceptr in, CUdeviceptr out, std:
       return failed(s, "planning");
     }
     plan.handle = handle;
+    // Each plan holds device memory of cuFFT's own: past kMostPlans geometries the plans made so
+    // far go (a workload of ever new shapes would otherwise hold memory without bound).
+    if (plans_.size() >= kMostPlans) {
+      for (const auto& [old_key, old_plan] : plans_) api->destroy(old_plan.handle);
+      plans_.clear();
+    }
     plans_.emplace(key, plan);
   }
   // From the device's pool: work queued later on the same stream may reuse it only after this.
@@ -140,11 +150,11 @@ bool CufftTransform::run(const Node& root, CUdeviceptr in, CUdeviceptr out, std:
   }
   const int direction = root.attrs.inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
   const std::size_t part = wide ? sizeof(cufftDoubleComplex) : sizeof(cufftComplex);
-  const long long calls = last ? 1 : lines.outer;
-  const auto block = static_cast<CUdeviceptr>(lines.len * lines.inner) * part;
+  const long long calls = by_block ? lines.outer : lines.inner;
+  const auto step = static_cast<CUdeviceptr>(by_block ? lines.len * lines.inner : 1) * part;
   for (long long c = 0; c < calls; ++c) {
-    const CUdeviceptr from = in + static_cast<CUdeviceptr>(c) * block;
-    const CUdeviceptr to = out + static_cast<CUdeviceptr>(c) * block;
+    const CUdeviceptr from = in + static_cast<CUdeviceptr>(c) * step;
+    const CUdeviceptr to = out + static_cast<CUdeviceptr>(c) * step;
     const cufftResult s =
         wide ? api->exec_z2z(plan.handle, reinterpret_cast<cufftDoubleComplex*>(from),
                              reinterpret_cast<cufftDoubleComplex*>(to), direction)
