@@ -95,6 +95,29 @@ TEST(Cuda, FloatProductsGoToCublasThroughTheirViews) {
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(std::abs(got[i] - want[i]), 0, 1e-5);
 }
 
+// TF32 is opt-in: f32 products are exact by default, within TF32's rounding (and not exact) at
+// "high", and exact again at "highest".
+TEST(Cuda, Tf32IsOptIn) {
+  REQUIRE_CUDA(gpu);
+  const auto reference = kiln::reference_executor();
+  const Tensor a = kiln::uniform({512, 512}, 51) - 0.5f, b = kiln::uniform({512, 512}, 52) - 0.5f;
+  const std::vector<float> want = kiln::matmul(a, b).eval(*reference).to_vector<float>();
+  const auto largest_error = [&] {
+    const std::vector<float> got = kiln::matmul(a, b).eval(*gpu).to_vector<float>();
+    double worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+    return worst;
+  };
+  EXPECT_LT(largest_error(), 1e-4);
+  kiln::set_float32_matmul_precision("high");
+  const double tf32 = largest_error();
+  kiln::set_float32_matmul_precision("highest");
+  EXPECT_GT(tf32, 1e-4) << "TF32 keeps 10 bits: its products miss by about 1e-3";
+  EXPECT_LT(tf32, 0.1);
+  EXPECT_LT(largest_error(), 1e-4);
+}
+
 TEST(Cuda, ConvolutionsAndTheirGradientsGoToCudnn) {
   REQUIRE_CUDA(gpu);
   const auto reference = kiln::reference_executor();

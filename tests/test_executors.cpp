@@ -34,6 +34,7 @@
 
 #include "exec/fusion.hpp"
 #include "registry_rows.hpp"
+#include "test_support.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -1254,6 +1255,33 @@ TEST(ExecutorMatmul, SizeOneMatrixDimensionThroughAView) {
       EXPECT_EQ(inner.to_vector<double>(), (std::vector<double>{140, 320}));
     }
   }
+}
+
+// kiln::set_float32_matmul_precision takes PyTorch's names, refuses others naming the value, and
+// leaves the products of executors without TF32 exact (Cuda.Tf32IsOptIn covers cuBLAS).
+TEST(ExecutorMatmul, Float32MatmulPrecisionIsPyTorchsSetting) {
+  EXPECT_EQ(kiln::float32_matmul_precision(), "highest");
+  const Tensor a = kiln::uniform({37, 53}, 3), b = kiln::uniform({53, 29}, 4);
+  std::vector<std::vector<float>> exact;
+  for (const auto& executor : kiln::executors())
+    exact.push_back(kiln::matmul(a, b).eval(*executor).to_vector<float>());
+  for (const char* name : {"high", "medium", "highest"}) {
+    kiln::set_float32_matmul_precision(name);
+    EXPECT_EQ(kiln::float32_matmul_precision(), name);
+    const auto all = kiln::executors();
+    for (std::size_t e = 0; e < all.size(); ++e) {
+      if (all[e]->name() == "cuda") continue;
+      EXPECT_EQ(kiln::matmul(a, b).eval(*all[e]).to_vector<float>(), exact[e])
+          << all[e]->name() << " at " << name;
+    }
+  }
+  for (const char* bad : {"HIGH", "tf32", ""}) {
+    const kiln::Error e = kiln_test::error_of([&] { kiln::set_float32_matmul_precision(bad); });
+    EXPECT_EQ(e.code(), kiln::ErrorCode::invalid_select);
+    EXPECT_NE(std::string(e.what()).find(std::string("\"") + bad + "\""), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(kiln::float32_matmul_precision(), "highest");
 }
 
 // Found by RandomGraphsAgree (with other seeds): a float matmul with an empty operand (inner

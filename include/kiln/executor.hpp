@@ -70,6 +70,14 @@ struct CudaMemoryStats {
   std::size_t peak = 0;
 };
 CudaMemoryStats cuda_memory_stats();
+/// The precision of f32 matrix products, as PyTorch's torch.set_float32_matmul_precision names
+/// it: "highest" (the default) computes them in exact f32 everywhere; "high" and "medium" let
+/// a CUDA device's cuBLAS use TF32 tensor cores (operands rounded to 10 bits of mantissa, sums
+/// in f32), several times faster on large products and about 1e-3 off. The reference, CPU and
+/// OpenCL executors compute f32 products exactly whatever the setting. Process-wide; another
+/// name is an invalid_select error.
+void set_float32_matmul_precision(std::string_view precision);
+std::string float32_matmul_precision();
 /// The OpenCL devices present, one line each: "platform:index name (type), OpenCL version" (the
 /// "platform:index" form is what KILN_OPENCL_DEVICE accepts besides a part of the name). Empty
 /// when kiln was built without OpenCL or no platform is installed.

@@ -196,6 +196,12 @@ void bind_runtime(nb::module_& m) {
   m.def("current_executor", [] { return std::string(current_executor()->name()); });
   m.def("set_executor", [](const std::string& name) { set_executor(find_executor(name)); },
         nb::arg("name"));
+  m.def("set_float32_matmul_precision",
+        [](const std::string& precision) { set_float32_matmul_precision(precision); },
+        nb::arg("precision"),
+        "torch.set_float32_matmul_precision: highest (exact, the default), high or medium (TF32 "
+        "on a CUDA device).");
+  m.def("get_float32_matmul_precision", &float32_matmul_precision);
   m.def("num_threads", &num_threads);
   m.def("set_num_threads", &set_num_threads, nb::arg("threads"));
   m.def("build_info", [] {

@@ -78,6 +78,17 @@ def test_executors_from_python():
         kiln.set_executor(before)
 
 
+def test_float32_matmul_precision_as_torch():
+    assert kiln.get_float32_matmul_precision() == "highest"
+    kiln.set_float32_matmul_precision("high")
+    try:
+        assert kiln.get_float32_matmul_precision() == "high"
+        with pytest.raises(kiln.Error):
+            kiln.set_float32_matmul_precision("fast")
+    finally:
+        kiln.set_float32_matmul_precision("highest")
+
+
 def test_rounding_and_remainders_as_numpy(rng):
     a = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -1.7, 3.2])
     k = kiln.tensor(a)

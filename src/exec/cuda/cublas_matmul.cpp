@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "exec/cuda/loaded_library.hpp"
+#include "exec/matmul_precision.hpp"
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
 
@@ -156,10 +157,13 @@ bool CublasMatmul::run(const Node& root, const BlasOperand& a, const BlasOperand
     }
     handle_ = handle;
     api->set_stream(handle, device_->stream());
-    // Exact f32 products: no TF32 unless asked (NVIDIA_TF32_OVERRIDE is NVIDIA's own switch).
-    api->set_math_mode(handle, CUBLAS_DEFAULT_MATH);
   }
   const auto handle = static_cast<cublasHandle_t>(handle_);
+  // Exact products unless kiln::set_float32_matmul_precision let f32 ones use TF32
+  // (NVIDIA_TF32_OVERRIDE is NVIDIA's own switch over both).
+  api->set_math_mode(handle, root.dtype == DType::f32 && float32_products_may_use_tf32()
+                                 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                 : CUBLAS_DEFAULT_MATH);
   cublasStatus_t status;
   switch (root.dtype) {
     case DType::f32: status = gemm<float>(*api, handle, root, a, b, out); break;
