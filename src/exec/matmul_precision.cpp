@@ -1,6 +1,7 @@
 #include "exec/matmul_precision.hpp"
 
 #include <atomic>
+#include <iterator>
 #include <string>
 #include <string_view>
 
