@@ -66,6 +66,21 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
                 arithmetic(d, acc, '+', arithmetic(d, a, '*', b)) + ";\n";
       }
   };
+  // Stores the accumulators into the NCHW output: channel tile `ct` of `channels`, row `row` of
+  // `rows`, column tile `xt` of `columns`, where inside.
+  const auto store_tile = [&](int size, const std::string& ct, std::int64_t channels,
+                              const std::string& row, std::int64_t rows, const std::string& xt,
+                              std::int64_t columns) {
+    const std::string S = std::to_string(size);
+    for (int q = 0; q < size; ++q)
+      for (int u = 0; u < size; ++u) {
+        const std::string Q = std::to_string(q), U = std::to_string(u);
+        body += "  if (" + ct + " * " + S + " + " + Q + " < " + N(channels) + " && " + xt + " * " +
+                S + " + " + U + " < " + N(columns) + ") out0[((nn * " + N(channels) + " + " + ct +
+                " * " + S + " + " + Q + ") * " + N(rows) + " + " + row + ") * " + N(columns) +
+                " + " + xt + " * " + S + " + " + U + "] = acc" + Q + U + ";\n";
+      }
+  };
   switch (root.op) {
     case Op::conv2d: {
       // A work-item computes kTile output channels by kTile adjacent output columns: each term's
@@ -105,13 +120,7 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
       }
       accumulate_tile(kTile);
       body += "  }\n  }\n";
-      for (int q = 0; q < kTile; ++q)
-        for (int u = 0; u < kTile; ++u)
-          body += "  if (ot * " + tile(kTile) + " + " + tile(q) + " < " + N(g.o) + " && jt * " +
-                  tile(kTile) + " + " + tile(u) + " < " + N(g.ow) + ") out0[((nn * " + N(g.o) +
-                  " + ot * " + tile(kTile) + " + " + tile(q) + ") * " + N(g.oh) + " + i) * " +
-                  N(g.ow) + " + jt * " + tile(kTile) + " + " + tile(u) + "] = acc" + tile(q) +
-                  tile(u) + ";\n";
+      store_tile(kTile, "ot", g.o, "i", g.oh, "jt", g.ow);
       return r.per_item_kernel(items, device, outputs, body);
     }
     case Op::conv2d_grad_weight: {
@@ -209,12 +218,7 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
       }
       accumulate_tile(kTile);
       body += "  }\n  }\n";
-      for (int q = 0; q < kTile; ++q)
-        for (int u = 0; u < kTile; ++u)
-          body += "  if (ct * " + K + " + " + tile(q) + " < " + N(g.c) + " && xt * " + K + " + " +
-                  tile(u) + " < " + N(g.w) + ") out0[((nn * " + N(g.c) + " + ct * " + K + " + " +
-                  tile(q) + ") * " + N(g.h) + " + y) * " + N(g.w) + " + xt * " + K + " + " +
-                  tile(u) + "] = acc" + tile(q) + tile(u) + ";\n";
+      store_tile(kTile, "ct", g.c, "y", g.h, "xt", g.w);
       return r.per_item_kernel(items, device, outputs, body);
     }
     case Op::max_pool2d: {
