@@ -57,6 +57,15 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
       for (int u = 0; u < size; ++u)
         body += "  " + T + " acc" + std::to_string(q) + std::to_string(u) + " = 0;\n";
   };
+  // Column u's term a<u>, loaded where inside<u> after `position` (a declaration) from input
+  // `which` at `index`, else 0.
+  const auto load_column = [&](const std::string& U, const std::string& position,
+                               std::size_t which, const std::string& index) {
+    body += "  " + T + " a" + U + " = 0;\n  if (inside" + U + ") {\n  " + position + ";\n";
+    value(body, "a" + U + "_v", which, index, t);
+    body += "  a" + U + " = a" + U + "_v;\n  }\n";
+  };
+  // Then the products, closing the two innermost loops.
   const auto accumulate_tile = [&](int size) {
     for (int q = 0; q < size; ++q)
       for (int u = 0; u < size; ++u) {
@@ -65,6 +74,7 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
         body += "  if (inside" + U + ") " + acc + " = " +
                 arithmetic(d, acc, '+', arithmetic(d, a, '*', b)) + ";\n";
       }
+    body += "  }\n  }\n";
   };
   // Stores the accumulators into the NCHW output: channel tile `ct` of `channels`, row `row` of
   // `rows`, column tile `xt` of `columns`, where inside.
@@ -114,12 +124,9 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
                 " - " + N(g.pw) + " + kj * " + N(g.dw) + ";\n";
         body += "  int inside" + U + " = jt * " + tile(kTile) + " + " + U + " < " + N(g.ow) + " && x" +
                 U + " >= 0 && x" + U + " < " + N(g.w) + ";\n";
-        body += "  " + T + " a" + U + " = 0;\n  if (inside" + U + ") {\n  " + L + " x = x" + U + ";\n";
-        value(body, "a" + U + "_v", 0, xi, t);
-        body += "  a" + U + " = a" + U + "_v;\n  }\n";
+        load_column(U, L + " x = x" + U, 0, xi);
       }
       accumulate_tile(kTile);
-      body += "  }\n  }\n";
       store_tile(kTile, "ot", g.o, "i", g.oh, "jt", g.ow);
       return r.per_item_kernel(items, device, outputs, body);
     }
@@ -211,13 +218,9 @@ RenderedKernel window2d(const Kernel& k, const GraphStructure& structure, const 
         body += "  int inside" + U + " = xt * " + K + " + " + U + " < " + N(g.w) + " && tj" + U +
                 " >= 0 && tj" + U + " % " + N(g.sw) + " == 0 && tj" + U + " / " + N(g.sw) +
                 " < " + N(g.ow) + ";\n";
-        body += "  " + T + " a" + U + " = 0;\n  if (inside" + U + ") {\n  " + L + " j = tj" + U +
-                " / " + N(g.sw) + ";\n";
-        value(body, "a" + U + "_v", 0, gi, t);
-        body += "  a" + U + " = a" + U + "_v;\n  }\n";
+        load_column(U, L + " j = tj" + U + " / " + N(g.sw), 0, gi);
       }
       accumulate_tile(kTile);
-      body += "  }\n  }\n";
       store_tile(kTile, "ct", g.c, "y", g.h, "xt", g.w);
       return r.per_item_kernel(items, device, outputs, body);
     }
