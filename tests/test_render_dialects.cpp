@@ -267,6 +267,12 @@ std::vector<std::function<Tensor()>> graphs() {
     const Tensor x = values(DType::f32, {4, 6}).eval();
     return kiln::sliding_window(kiln::reshape(x, {24}), {5}, {3}) * 3.0;
   });
+  // Many positions: several per work-item, written after all are computed; a stored f16 node.
+  g.push_back([] {
+    const Tensor x = kiln::exp(values(DType::f32, {20000})) + 1.0;
+    return kiln::concat(kiln::convert(x * 2.0, DType::f16), kiln::convert(x, DType::f16), 0);
+  });
+  g.push_back([] { return kiln::contiguous(kiln::permute(values(DType::bf16, {150, 130}), {1, 0})); });
 
   // Reductions, with and without a fused producer, in each type.
   for (DType t : kTypes) {

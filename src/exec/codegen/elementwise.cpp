@@ -1,9 +1,19 @@
-// Kernels of one work-item per output element that read their inputs through views: fused
-// elementwise bodies (with their stored nodes) and materialized views, contiguous copies, and
-// concat.
+// Kernels of one work-item per output element (or a few, for elementwise kernels of many) that
+// read their inputs through views: fused elementwise bodies (with their stored nodes) and
+// materialized views, contiguous copies, and concat.
+#include <algorithm>
+
 #include "exec/codegen/renderer.hpp"
 
 namespace kiln::detail::codegen {
+
+// Where there are many positions, a work-item computes kUnrolled of them, a work-group apart
+// (adjacent work-items still read adjacent values), and writes its results only after computing
+// them all: the device may then issue every load of the work-item at once, without proving that
+// a store cannot change what a later load reads (an output may be an input's memory). More loads
+// in flight per work-item is what a memory-bound kernel needs to reach the device's bandwidth.
+constexpr int kUnrolled = 4;
+constexpr std::int64_t kUnrolledFrom = 16384;  // positions; fewer run one per work-item
 
 RenderedKernel elementwise(const Kernel& k, const KernelIr& ir, const GraphStructure& structure,
                            const Dialect& d, const DeviceTraits& device) {
@@ -11,25 +21,63 @@ RenderedKernel elementwise(const Kernel& k, const KernelIr& ir, const GraphStruc
   RenderedKernel& out = r.result();
   out.entry = "kiln_elementwise";
   const std::int64_t n = k.root->numel();
-  std::vector<std::string> outputs{r.output(k.root->dtype, 0)};
-  for (std::size_t i = 0; i < k.stored.size(); ++i)
-    outputs.push_back(r.output(k.stored[i]->dtype, static_cast<int>(i) + 1));
+  std::vector<Node*> written{k.root};
+  written.insert(written.end(), k.stored.begin(), k.stored.end());
+  std::vector<std::string> outputs;
+  for (std::size_t o = 0; o < written.size(); ++o)
+    outputs.push_back(r.output(written[o]->dtype, static_cast<int>(o)));
   out.outputs = static_cast<int>(outputs.size());
-  std::string body = per_item(d, "i", n);
-  std::string value;
+  // The values of the outputs at position i: the root's, then the stored nodes'.
+  std::string compute;
+  std::vector<std::string> values(written.size());
   if (k.kind == Kernel::Kind::materialize) {
     const KernelInput& in = k.inputs[0];
-    value = "x";
-    r.load(body, value, structure.slot(in.node), in.view, "i");
+    values[0] = "x";
+    r.load(compute, values[0], structure.slot(in.node), in.view, "i");
   } else {
     std::vector<std::string> stores(k.stored.size());
-    value = r.code(body, ir, "i", &stores);
-    for (std::size_t s = 0; s < stores.size(); ++s)
-      body += "  " + r.write("out" + std::to_string(s + 1), "i", stores[s], k.stored[s]->dtype) +
-              "\n";
+    values[0] = r.code(compute, ir, "i", &stores);
+    std::copy(stores.begin(), stores.end(), values.begin() + 1);
   }
-  body += "  " + r.write("out0", "i", value, k.root->dtype) + "\n";
-  return r.per_item_kernel(n, device, outputs, body);
+  // The statements writing the outputs, the stored nodes' first, `value(o)` for output o.
+  const auto writes = [&](const auto& value) {
+    std::string text;
+    for (std::size_t o = 1; o <= written.size(); ++o) {
+      const std::size_t at = o % written.size();
+      text += "  " + r.write(numbered("out", static_cast<std::int64_t>(at)), "i", value(at),
+                             written[at]->dtype) + "\n";
+    }
+    return text;
+  };
+  const int unrolled = n >= kUnrolledFrom ? kUnrolled : 1;
+  if (unrolled == 1) {
+    std::string body = per_item(d, "i", n) + compute;
+    body += writes([&](std::size_t o) { return values[o]; });
+    one_item_each(out, n, device);
+    r.finish(std::string(d.kernel), outputs, body);
+    return std::move(out);
+  }
+  one_item_each(out, n, device, unrolled);
+  const std::string L = r.i64(), U = std::to_string(unrolled), G = number(
+      static_cast<std::int64_t>(out.local_size));
+  std::string body = "  " + L + " first = (" + L + ")" + std::string(d.group_id) + " * " +
+                     number(static_cast<std::int64_t>(out.local_size) * unrolled) + " + (" + L +
+                     ")" + std::string(d.local_id) + ";\n";
+  for (std::size_t o = 0; o < written.size(); ++o)
+    body += "  " + std::string(d.type(written[o]->dtype)) + " " +
+            numbered("result", static_cast<std::int64_t>(o)) + "[" + U + "];\n";
+  const std::string each = "#pragma unroll\n  for (int u = 0; u < " + U + "; ++u) {\n  " + L +
+                           " i = first + u * " + G + ";\n  if (i < " + number(n) + ") {\n";
+  body += each + compute;
+  for (std::size_t o = 0; o < written.size(); ++o)
+    body += "  " + numbered("result", static_cast<std::int64_t>(o)) + "[u] = " + values[o] + ";\n";
+  body += "  }\n  }\n" + each;
+  body += writes([](std::size_t o) {
+    return numbered("result", static_cast<std::int64_t>(o)) + "[u]";
+  });
+  body += "  }\n  }\n";
+  r.finish(std::string(d.kernel), outputs, body);
+  return std::move(out);
 }
 
 // contiguous: a copy through its input's view, as a materialize kernel.

@@ -109,6 +109,14 @@ std::string math(const Dialect& d, const char* function, const std::string& x) {
   return "kiln_nan1(" + call + ", " + x + ")";
 }
 
+void one_item_each(RenderedKernel& out, std::int64_t n, const DeviceTraits& device,
+                   int positions_each) {
+  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
+  const std::int64_t per_group = group * positions_each;
+  out.local_size = static_cast<std::size_t>(group);
+  out.global_size = static_cast<std::size_t>((n + per_group - 1) / per_group * group);
+}
+
 std::string per_item(const Dialect& d, const char* var, std::int64_t n) {
   const std::string v(var), i64(d.i64);
   return "  " + i64 + " " + v + " = (" + i64 + ")" + std::string(d.global_id) + ";\n  if (" + v +
@@ -117,12 +125,6 @@ std::string per_item(const Dialect& d, const char* var, std::int64_t n) {
 
 namespace {
 
-// The launch of a kernel with one work-item per position of `n` positions.
-void one_item_each(RenderedKernel& out, std::int64_t n, const DeviceTraits& device) {
-  const auto group = static_cast<std::int64_t>(std::min<std::size_t>(64, device.max_group));
-  out.local_size = static_cast<std::size_t>(group);
-  out.global_size = static_cast<std::size_t>((n + group - 1) / group * group);
-}
 
 // `qualifier` and a space, or nothing where the dialect has no such qualifier.
 std::string qualified(std::string_view qualifier) {

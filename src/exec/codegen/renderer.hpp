@@ -54,6 +54,10 @@ std::string math(const Dialect& d, const char* function, const std::string& x);
 // i64), and the work-items past the end (the launch is rounded up to whole work-groups) leaving
 // at once.
 std::string per_item(const Dialect& d, const char* var, std::int64_t n);
+// The launch of a kernel with one work-item per `positions_each` positions of `n` (work-groups of
+// 64 work-items, or the device's largest if smaller).
+void one_item_each(RenderedKernel& out, std::int64_t n, const DeviceTraits& device,
+                   int positions_each = 1);
 
 // The definitions of the helpers `text` names (helpers.cpp), for each type the kernel uses.
 std::string helpers_for(const std::string& text, const Dialect& d, bool f64);
