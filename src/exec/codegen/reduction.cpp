@@ -206,10 +206,15 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
   return std::move(out);
 }
 
-// softmax and log_softmax along attrs.axes[0], one work-group per line, as the reference computes
-// them: the line's maximum (NaN skipped, a non-finite maximum not subtracted), the sum of
-// exponentials in double where the device has it, then each value. The work-items read the line
-// together (adjacent items, adjacent values) and merge their maxima and sums in a fixed tree.
+// softmax and log_softmax along attrs.axes[0], as the reference computes them: the line's maximum
+// (NaN skipped, a non-finite maximum not subtracted), the sum of exponentials in double where the
+// device has it, then each value. The work-items of a line read it together (adjacent items,
+// adjacent values) and merge their maxima and sums in a fixed tree. A line of up to
+// kLineValuesEach values per work-item is read from memory once, each work-item keeping its
+// values in registers, and a work-group takes several short lines; a longer line is read three
+// times by a work-group of its own.
+constexpr std::int64_t kLineValuesEach = 32;
+
 RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, const Dialect& d,
                              const DeviceTraits& device) {
   Renderer r(structure, d);
@@ -219,60 +224,90 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
   std::int64_t outer = 1, inner = 1;
   for (std::size_t dim = 0; dim < axis; ++dim) outer *= root.shape[dim];
   for (std::size_t dim = axis + 1; dim < root.shape.size(); ++dim) inner *= root.shape[dim];
-  const std::int64_t len = root.shape[axis];
+  const std::int64_t len = root.shape[axis], lines = outer * inner;
   const DType t = root.dtype;
   const DType acc = device.fp64 ? DType::f64 : t;
   r.note_type(acc);
   const std::string T(d.type(t)), A(d.type(acc)), L = r.i64();
-  int group = 1;
-  while (group < 256 && group < len && static_cast<std::size_t>(group) * 2 <= device.max_group)
-    group *= 2;
-  const std::string G = std::to_string(group), local(d.local), barrier(d.barrier);
+  std::int64_t widest = 1;  // the widest work-group for a line: a power of two
+  while (widest < 256 && static_cast<std::size_t>(widest) * 2 <= device.max_group) widest *= 2;
+  // Work-items per line (a power of two): 32 where each then holds at most kLineValuesEach
+  // values, fewer for shorter lines, more for longer ones up to `widest`.
+  std::int64_t lanes = 1;
+  while (lanes < std::min<std::int64_t>(len, 32) ||
+         (lanes < widest && lanes * kLineValuesEach < len))
+    lanes *= 2;
+  lanes = std::min(lanes, widest);
+  const std::int64_t each = (len + lanes - 1) / lanes;  // values per work-item
+  const bool in_registers = each <= kLineValuesEach;
+  if (!in_registers) lanes = widest;
+  // Lines per work-group: up to 128 work-items in all.
+  const std::int64_t rows = in_registers ? std::max<std::int64_t>(1, std::min<std::int64_t>(128, widest) / lanes)
+                                         : 1;
+  const std::int64_t group = lanes * rows;
+  const std::string G = number(group), W = number(lanes), local(d.local), barrier(d.barrier);
   std::vector<std::string> outputs = r.begin("kiln_softmax", t);
   const KernelInput& in = k.inputs[0];
   const int slot = structure.slot(in.node);
   std::string body;
   body += "  " + L + " g = (" + L + ")" + std::string(d.group_id) + ";\n";
   body += "  int l = (int)" + std::string(d.local_id) + ";\n";
-  body += "  " + L + " base = (g / " + number(inner) + ") * " + number(len * inner) + " + g % " +
-          number(inner) + ";\n";
+  body += "  int lane = l % " + W + ", row = l / " + W + ";\n";
+  body += "  " + L + " line = g * " + number(rows) + " + row;\n";
+  body += "  int live = line < " + number(lines) + ";\n";
+  body += "  " + L + " base = (line / " + number(inner) + ") * " + number(len * inner) +
+          " + line % " + number(inner) + ";\n";
   const auto value = [&](const std::string& name) {
     r.load(body, name + "_", slot, in.view, "base + j * " + number(inner));
     body += "  " + T + " " + name + " = " + cast(name + "_", in.node->dtype, t, d) + ";\n";
   };
-  // The tree over the work-group's values in `array`, `merge` combining [l] and [l + s].
+  // The tree over each line's work-items' values in `array`, `merge` combining [l] and [l + s];
+  // the line's result then in [row * lanes].
   const auto tree = [&](const std::string& array, const std::string& merge) {
-    body += "  " + barrier + ";\n  for (int s = " + std::to_string(group / 2) +
-            "; s > 0; s >>= 1) {\n    if (l < s) " + array + "[l] = " + merge + ";\n    " +
+    body += "  " + barrier + ";\n  for (int s = " + number(lanes / 2) +
+            "; s > 0; s >>= 1) {\n    if (lane < s) " + array + "[l] = " + merge + ";\n    " +
             barrier + ";\n  }\n";
   };
-  const std::string each_j = "  for (" + L + " j = l; j < " + number(len) + "; j += " + G +
-                             ") {\n";
-  body += "  " + T + " m = -" + std::string(d.infinity) + ";\n" + each_j;
+  // The loop over the work-item's values of the line: in registers, or read each time.
+  const std::string each_j =
+      in_registers ? "#pragma unroll\n  for (int k = 0; k < " + number(each) + "; ++k) {\n  " +
+                         L + " j = lane + k * " + W + ";\n  if (live && j < " + number(len) +
+                         ") {\n"
+                   : "  for (" + L + " j = l; j < " + number(len) + "; j += " + W + ") {\n";
+  const std::string end_j = in_registers ? "  }\n  }\n" : "  }\n";
+  const auto next = [&] {
+    if (in_registers) body += "  " + T + " x = xs[k];\n";
+    else value("x");
+  };
+  body += "  " + T + " m = -" + std::string(d.infinity) + ";\n";
+  if (in_registers) body += "  " + T + " xs[" + number(each) + "];\n";
+  body += each_j;
   value("x");
-  body += "  m = m < x ? x : m;\n  }\n";
+  if (in_registers) body += "  xs[k] = x;\n";
+  body += "  m = m < x ? x : m;\n" + end_j;
   body += "  " + local + " " + T + " maxima[" + G + "];\n  maxima[l] = m;\n";
   tree("maxima", "maxima[l] < maxima[l + s] ? maxima[l + s] : maxima[l]");
-  body += "  m = maxima[0];\n  m = " + std::string(d.isfinite) + "(m) ? m : (" + T + ")0;\n";
+  body += "  m = maxima[row * " + W + "];\n  m = " + std::string(d.isfinite) + "(m) ? m : (" + T +
+          ")0;\n";
   body += "  " + A + " total = 0;\n" + each_j;
-  value("x");
+  next();
   body += "  total = " +
           arithmetic(d, "total", '+', math(d, "exp", cast(arithmetic(d, "x", '-', "m"), t, acc, d))) +
-          ";\n  }\n";
+          ";\n" + end_j;
   body += "  " + local + " " + A + " totals[" + G + "];\n  totals[l] = total;\n";
   tree("totals", arithmetic(d, "totals[l]", '+', "totals[l + s]"));
-  body += "  total = totals[0];\n" + each_j;
-  value("x");
+  body += "  total = totals[row * " + W + "];\n" + each_j;
+  next();
   body += "  " + T + " shifted = " + arithmetic(d, "x", '-', "m") + ";\n";
   const std::string wide = cast("shifted", t, acc, d);
   const std::string result =
       root.op == Op::softmax ? arithmetic(d, math(d, "exp", wide), '/', "total")
                              : arithmetic(d, wide, '-', math(d, "log", "total"));
-  body += "  out0[base + j * " + number(inner) + "] = " + cast(result, acc, t, d) + ";\n  }\n";
+  body += "  out0[base + j * " + number(inner) + "] = " + cast(result, acc, t, d) + ";\n" + end_j;
   out.local_size = static_cast<std::size_t>(group);
-  out.global_size = static_cast<std::size_t>(outer * inner) * out.local_size;
+  out.global_size = static_cast<std::size_t>((lines + rows - 1) / rows) * out.local_size;
   char head[160];
-  std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), group);
+  std::snprintf(head, sizeof head, std::string(d.fixed_group).c_str(), static_cast<int>(group));
   r.finish(head, outputs, body);
   return std::move(out);
 }
