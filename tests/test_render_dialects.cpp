@@ -306,9 +306,10 @@ std::vector<std::function<Tensor()>> graphs() {
     g.push_back([t] { return kiln::softmax(values(t, {3, 5}), 1); });
     g.push_back([t] { return kiln::log_softmax(values(t, {3, 5}), 0); });
   }
-  // Lines held in registers by 128 work-items, and lines too long for that.
+  // Lines held in registers by 128 and 512 work-items, and lines too long for that.
   g.push_back([] { return kiln::softmax(values(DType::f32, {2, 3000}), 1); });
   g.push_back([] { return kiln::log_softmax(values(DType::f32, {9000, 2}), 0); });
+  g.push_back([] { return kiln::softmax(values(DType::f32, {40000}), 0); });
 
   // The 2-D window ops and their gradients.
   g.push_back([] {

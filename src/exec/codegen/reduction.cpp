@@ -210,9 +210,9 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
 // (NaN skipped, a non-finite maximum not subtracted), the sum of exponentials in double where the
 // device has it, then each value. The work-items of a line read it together (adjacent items,
 // adjacent values) and merge their maxima and sums in a fixed tree. A line of up to
-// kLineValuesEach values per work-item is read from memory once, each work-item keeping its
-// values in registers, and a work-group takes several short lines; a longer line is read three
-// times by a work-group of its own.
+// kLineValuesEach values per work-item (of up to 1024 work-items: 32768 values) is read from
+// memory once, each work-item keeping its values in registers, and a work-group takes several
+// short lines; a longer line is read three times by a work-group of its own.
 constexpr std::int64_t kLineValuesEach = 32;
 
 RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, const Dialect& d,
@@ -229,8 +229,14 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
   const DType acc = device.fp64 ? DType::f64 : t;
   r.note_type(acc);
   const std::string T(d.type(t)), A(d.type(acc)), L = r.i64();
-  std::int64_t widest = 1;  // the widest work-group for a line: a power of two
-  while (widest < 256 && static_cast<std::size_t>(widest) * 2 <= device.max_group) widest *= 2;
+  // The widest work-group (a power of two) for a line held in registers, and for one read
+  // three times.
+  const auto widest_up_to = [&](std::int64_t most) {
+    std::int64_t w = 1;
+    while (w < most && static_cast<std::size_t>(w) * 2 <= device.max_group) w *= 2;
+    return w;
+  };
+  const std::int64_t widest = widest_up_to(1024);
   // Work-items per line (a power of two): 32 where each then holds at most kLineValuesEach
   // values, fewer for shorter lines, more for longer ones up to `widest`.
   std::int64_t lanes = 1;
@@ -240,10 +246,9 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
   lanes = std::min(lanes, widest);
   const std::int64_t each = (len + lanes - 1) / lanes;  // values per work-item
   const bool in_registers = each <= kLineValuesEach;
-  if (!in_registers) lanes = widest;
+  if (!in_registers) lanes = widest_up_to(256);
   // Lines per work-group: up to 128 work-items in all.
-  const std::int64_t rows = in_registers ? std::max<std::int64_t>(1, std::min<std::int64_t>(128, widest) / lanes)
-                                         : 1;
+  const std::int64_t rows = std::max<std::int64_t>(1, std::min<std::int64_t>(128, widest) / lanes);
   const std::int64_t group = lanes * rows;
   const std::string G = number(group), W = number(lanes), local(d.local), barrier(d.barrier);
   std::vector<std::string> outputs = r.begin("kiln_softmax", t);
@@ -273,7 +278,7 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
       in_registers ? "#pragma unroll\n  for (int k = 0; k < " + number(each) + "; ++k) {\n  " +
                          L + " j = lane + k * " + W + ";\n  if (live && j < " + number(len) +
                          ") {\n"
-                   : "  for (" + L + " j = l; j < " + number(len) + "; j += " + W + ") {\n";
+                   : "  for (" + L + " j = lane; j < " + number(len) + "; j += " + W + ") {\n";
   const std::string end_j = in_registers ? "  }\n  }\n" : "  }\n";
   const auto next = [&] {
     if (in_registers) body += "  " + T + " x = xs[k];\n";
