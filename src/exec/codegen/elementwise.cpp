@@ -44,8 +44,10 @@ RenderedKernel elementwise(const Kernel& k, const KernelIr& ir, const GraphStruc
     std::string text;
     for (std::size_t o = 1; o <= written.size(); ++o) {
       const std::size_t at = o % written.size();
-      text += "  " + r.write(numbered("out", static_cast<std::int64_t>(at)), "i", value(at),
-                             written[at]->dtype) + "\n";
+      text += "  ";
+      text += r.write(numbered("out", static_cast<std::int64_t>(at)), "i", value(at),
+                      written[at]->dtype);
+      text += "\n";
     }
     return text;
   };

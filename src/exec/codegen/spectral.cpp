@@ -1,8 +1,9 @@
 // The discrete Fourier transform along attrs.axes[0] (the fft row), one work-group per line.
 // Where the length has no prime factor above kLargestRadix, the work-group puts the line in
 // digit-reversed order and runs one Cooley-Tukey stage (decimation in time) per prime factor in
-// place, the inverse scaled by 1/n. A line that fits in local memory (32 KiB) is transformed
-// there and then written out; a longer one in the output buffer itself. Powers of two run radix-2
+// place, the inverse scaled by 1/n. A line that fits in local memory (DeviceTraits::local_bytes)
+// is transformed there and then written out; a longer one in the output buffer itself. Powers of
+// two run radix-2
 // stages in a loop; other lengths one unrolled stage per factor, 2s first, each odd factor p a
 // p-point DFT. The twiddles exp(-+2 pi i k / n) are the reference's KISS FFT's, computed on the
 // host as KISS computes them and read from the kernel's table (the p-point DFTs' as constants),
@@ -47,10 +48,6 @@ bool fourier_fits(const Node& n) { return AxisLines(n).len > 0; }
 
 namespace codegen {
 namespace {
-
-// 32 KiB: the local memory OpenCL promises every device (CUDA gives 48 KiB of static shared
-// memory).
-constexpr std::int64_t kLocalBytes = 32768;
 
 // The values of a kernel's table, complex numbers in the parts' precision R, as the kernel reads
 // them (std::complex has the layout of the dialect's float2 and double2).
@@ -298,7 +295,7 @@ RenderedKernel fourier(const Kernel& k, const GraphStructure& structure, const D
   while (group < 256 && group * 2 <= values / 2 &&
          static_cast<std::size_t>(group) * 2 <= device.max_group)
     group *= 2;
-  const bool in_local = values * static_cast<std::int64_t>(size_of(t)) <= kLocalBytes;
+  const bool in_local = static_cast<std::size_t>(values) * size_of(t) <= device.local_bytes;
   Table table(part);
   if (!chirped) table.push_kiss_twiddles(len, inverse);
   // `half` is a type in OpenCL C.

@@ -155,6 +155,8 @@ std::shared_ptr<CudaDevice> CudaDevice::open() {
   api.device_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->device_);
   api.device_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->device_);
   api.device_attribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, d->device_);
+  int shared = 0;  // static shared memory per block (48 KiB; more only by a launch's opt-in)
+  api.device_attribute(&shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, d->device_);
   api.driver_version(&version);
   api.nvrtc_version(&nvrtc_major, &nvrtc_minor);
   d->architecture_ = "sm_" + std::to_string(major * 10 + minor);
@@ -164,6 +166,7 @@ std::shared_ptr<CudaDevice> CudaDevice::open() {
   d->options_ = std::string(kCudaC.compile_options) + " --gpu-architecture=" + d->architecture_;
   d->traits_.fp64 = true;
   d->traits_.max_group = static_cast<std::size_t>(std::max(threads, 1));
+  if (shared > 0) d->traits_.local_bytes = std::min<std::size_t>(static_cast<std::size_t>(shared), 49152);
   api.total_memory(&d->total_memory_, d->device_);
   d->checked(api.retain_context(&d->context_, d->device_), "cuDevicePrimaryCtxRetain");
   d->checked(api.set_current(d->context_), "cuCtxSetCurrent");

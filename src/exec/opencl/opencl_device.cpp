@@ -199,6 +199,11 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
                   &d->traits_.max_group, nullptr);
   clGetDeviceInfo(d->device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc_, &d->max_alloc_,
                   nullptr);
+  cl_ulong local_bytes = 0;
+  if (clGetDeviceInfo(d->device_, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes,
+                      nullptr) == CL_SUCCESS &&
+      local_bytes > 0)
+    d->traits_.local_bytes = static_cast<std::size_t>(std::min<cl_ulong>(local_bytes, 49152));
   // Division and square root of f32 correctly rounded where the device can (OpenCL allows
   // 2.5 ulp otherwise); no -cl-fast-relaxed-math, no -cl-mad-enable: every kernel rounds as the
   // reference does.
