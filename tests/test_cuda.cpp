@@ -95,6 +95,33 @@ TEST(Cuda, FloatProductsGoToCublasThroughTheirViews) {
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(std::abs(got[i] - want[i]), 0, 1e-5);
 }
 
+// f16 and bf16 products run in cuBLAS on the tensor cores, summed in f32 and rounded once: within
+// one rounding of the type of the reference's (an f32 product rounded), through transposing and
+// broadcasting views too.
+TEST(Cuda, SixteenBitProductsGoToCublas) {
+  REQUIRE_CUDA(gpu);
+  const auto reference = kiln::reference_executor();
+  for (const DType t : {DType::bf16, DType::f16}) {
+    SCOPED_TRACE(kiln::dtype_name(t));
+    const Tensor a = kiln::convert(kiln::uniform({4, 96, 130}, 61) - 0.5f, t);
+    const Tensor b = kiln::convert(kiln::uniform({130, 72}, 62) - 0.5f, t);
+    const Tensor at = kiln::transpose(kiln::convert(kiln::uniform({4, 130, 96}, 63), t), 1, 2);
+    for (const auto& [x, y] : {std::pair{a, b}, std::pair{at, b}}) {
+      const std::uint64_t before = kiln::detail::cuda::CublasMatmul::products();
+      const Tensor on_device = kiln::matmul(x, y).eval(*gpu);
+      EXPECT_EQ(kiln::detail::cuda::CublasMatmul::products(), before + 1);
+      ASSERT_EQ(on_device.dtype(), t);
+      const auto got = on_device.to_vector<double>();
+      const auto want = kiln::matmul(x, y).eval(*reference).to_vector<double>();
+      // One unit in the last place of the type at most (2^-7 of the value for bf16, 2^-10 for
+      // f16): the sums' order may round the other way.
+      const double ulp = t == DType::bf16 ? 1.0 / 128 : 1.0 / 1024;
+      for (std::size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], ulp * (1 + std::abs(want[i]))) << "element " << i;
+    }
+  }
+}
+
 // TF32 is opt-in: f32 products are exact by default, within TF32's rounding (and not exact) at
 // "high", and exact again at "highest".
 TEST(Cuda, Tf32IsOptIn) {

@@ -1,9 +1,10 @@
 // Matrix products on a CUDA device through cuBLAS: f32 (exact, TF32 only where
-// kiln::set_float32_matmul_precision allows it), f64, c64 and c128, with operands read through
-// transposing and batch-broadcasting views as they are. cuBLAS is loaded when the first product
-// asks for it (dlopen), so kiln runs where it is missing: products then run as the renderer's
-// own kernel. Other products (integer types, views cuBLAS cannot express,
-// empty matrices, sizes past int) also stay with the generated kernel.
+// kiln::set_float32_matmul_precision allows it), f64, c64 and c128, f16 and bf16 (on the tensor
+// cores, summed in f32), with operands read through transposing and batch-broadcasting views as
+// they are. cuBLAS is loaded when the first product asks for it (dlopen), so kiln runs where it
+// is missing: products then run as the renderer's own kernel. Other products (integer types,
+// views cuBLAS cannot express, empty matrices, sizes past int) also stay with the generated
+// kernel.
 #pragma once
 
 #include <cstdint>
