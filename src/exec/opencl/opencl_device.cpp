@@ -275,11 +275,13 @@ void OpenClDevice::give_back(cl_mem mem, std::size_t bytes) {
       return;
     }
   }
+  releases_.fetch_add(1);  // before the handle can come back (set_arguments_)
   clReleaseMemObject(mem);
 }
 
 void OpenClDevice::release_pool() {
   std::lock_guard lock(pool_mutex_);
+  releases_.fetch_add(1);
   for (auto& [size, mem] : pool_) clReleaseMemObject(mem);
   pool_.clear();
   pooled_bytes_ = 0;
@@ -396,15 +398,25 @@ void OpenClDevice::launch(void* entry, std::span<const device::KernelArgument> a
                           std::size_t global, std::size_t local) {
   usable();
   auto* kernel = static_cast<cl_kernel>(entry);
-  cl_uint index = 0;
-  for (const device::KernelArgument& a : arguments) {
+  SetArguments& set = set_arguments_[kernel];
+  if (const std::uint64_t releases = releases_.load(); set.releases != releases) {
+    set.values.clear();
+    set.releases = releases;
+  }
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    const device::KernelArgument& a = arguments[i];
+    cl_mem handle = a.buffer != nullptr ? static_cast<const ClMemory*>(a.buffer)->handle() : nullptr;
+    const std::uint64_t value = a.buffer != nullptr ? reinterpret_cast<std::uintptr_t>(handle) : a.value;
+    if (i < set.values.size() && set.values[i] == value) continue;
+    const auto at = static_cast<cl_uint>(i);
     if (a.buffer != nullptr) {
-      cl_mem handle = static_cast<const ClMemory*>(a.buffer)->handle();
-      check(clSetKernelArg(kernel, index++, sizeof handle, &handle), "clSetKernelArg");
+      check(clSetKernelArg(kernel, at, sizeof handle, &handle), "clSetKernelArg");
     } else {
-      const cl_ulong value = a.value;
-      check(clSetKernelArg(kernel, index++, sizeof value, &value), "clSetKernelArg");
+      const cl_ulong number = a.value;
+      check(clSetKernelArg(kernel, at, sizeof number, &number), "clSetKernelArg");
     }
+    if (i < set.values.size()) set.values[i] = value;
+    else set.values.push_back(value);
   }
   checked(clEnqueueNDRangeKernel(queue_, kernel, 1, nullptr, &global, local ? &local : nullptr, 0,
                                  nullptr, nullptr),

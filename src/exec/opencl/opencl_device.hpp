@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "exec/device/device_api.hpp"
@@ -115,6 +116,18 @@ class OpenClDevice final : public device::DeviceApi,
   std::mutex pool_mutex_;
   std::multimap<std::size_t, cl_mem> pool_;  // free buffers by size
   std::size_t pooled_bytes_ = 0;
+
+  // The arguments last set on each kernel: the driver keeps them between launches, so a launch
+  // sets only those that changed (launches are serialised, like the evaluations that make
+  // them). A buffer given back to the driver may come back under the same handle: `releases_`
+  // counts the buffers released, and a kernel's arguments set before the last release are set
+  // again.
+  struct SetArguments {
+    std::uint64_t releases = 0;
+    std::vector<std::uint64_t> values;  // buffer handles and values, in argument order
+  };
+  std::unordered_map<cl_kernel, SetArguments> set_arguments_;
+  std::atomic<std::uint64_t> releases_{0};
 };
 
 }  // namespace kiln::detail::opencl
