@@ -3,7 +3,8 @@
 # backend's own tests, benchmarks of kiln's CUDA and OpenCL executors next to PyTorch on CUDA
 # (bench/torch_gpu_peer.py), and the GoogleTest suite under KILN_EXECUTOR=cuda in parallel shards.
 #   scripts/gpu_check.sh BUNDLE.tar.xz OUT_DIR [phase...]
-# Phases (default: all, in this order): probe bench torch suite csuite opencl; also `filter`
+# Phases (default: all, in this order): probe bench torch suite csuite opencl; also `oclsuite`
+# (the device tests under NVIDIA's OpenCL), `filter`
 # (the tests KILN_GPU_FILTER names, under CUDA, in one process) and `libraries` (convolutions and
 # the training step with cuDNN and cuBLAS on and off). Logs go to OUT_DIR,
 # with summary.txt gathering the verdicts; KILN_GPU_PACK=1 packs the logs into OUT_DIR/logs.tar.gz
@@ -88,7 +89,15 @@ for phase in $phases; do
     opencl)
       KILN_EXECUTOR=opencl timeout "${KILN_GPU_BENCH_S:-150}" $bin/kiln_bench --quick \
         ${KILN_GPU_OPENCL_FILTER:+--filter "$KILN_GPU_OPENCL_FILTER"} > "$out/bench_opencl.log" 2>&1
-      note "bench opencl: rc $?" ;;
+      note "bench opencl: rc $?"
+      # The CNN step under NVIDIA's OpenCL (issue 38's training row).
+      KILN_EXECUTOR=opencl timeout "${KILN_GPU_BENCH_S:-120}" $bin/kiln_train_bench --batches 50 --threads 16 > "$out/train_opencl.log" 2>&1
+      note "train opencl: rc $? $(grep -E '^\| kiln ' "$out/train_opencl.log" | awk -F'|' '{print $5}' | tr -s ' ') ms/batch" ;;
+    oclsuite)
+      # The device tests and the part of the suite a device backend runs, under NVIDIA's OpenCL.
+      KILN_EXECUTOR=opencl timeout "${KILN_GPU_SUITE_S:-240}" $bin/kiln_tests \
+        --gtest_filter='OpenCl*:Softmax.*:LogSoftmax.*:CrossEntropy.*:Reduce.*:ExecutorKernels.*:Complex.*:NanBits.*' > "$out/suite_opencl.log" 2>&1
+      note "suite (opencl): rc $? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] .*\(' "$out/suite_opencl.log" | tr '\n' ' ')" ;;
     *) note "unknown phase $phase" ;;
   esac
   note "  ($phase: $(( $(date +%s) - start )) s)"
