@@ -137,9 +137,9 @@ class RenderingBackend final : public kd::Backend {
                                                                  : std::vector<kd::Node*>{},
                          r.structure, describe, ir);
       }
-      // A device with double and large work-groups, and one without double with small ones
-      // (accumulators in the value's type, smaller reduction trees).
-      const kd::DeviceTraits devices[] = {{.fp64 = true, .max_group = 256},
+      // A GPU with double and large work-groups, and a device without double with small ones
+      // (accumulators in the value's type, smaller reduction trees, one position a work-item).
+      const kd::DeviceTraits devices[] = {{.fp64 = true, .max_group = 256, .gpu = true},
                                           {.fp64 = false, .max_group = 16}};
       for (const kd::DeviceTraits& device : devices)
         for (std::size_t d = 0; d < std::size(kDialects); ++d) {

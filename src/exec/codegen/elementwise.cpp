@@ -7,7 +7,7 @@
 
 namespace kiln::detail::codegen {
 
-// Where there are many positions, a work-item computes kUnrolled of them, a work-group apart
+// Where there are many positions on a GPU, a work-item computes kUnrolled of them, a work-group apart
 // (adjacent work-items still read adjacent values), and writes its results only after computing
 // them all: the device may then issue every load of the work-item at once, without proving that
 // a store cannot change what a later load reads (an output may be an input's memory). More loads
@@ -51,7 +51,7 @@ RenderedKernel elementwise(const Kernel& k, const KernelIr& ir, const GraphStruc
     }
     return text;
   };
-  const int unrolled = n >= kUnrolledFrom ? kUnrolled : 1;
+  const int unrolled = device.gpu && n >= kUnrolledFrom ? kUnrolled : 1;
   if (unrolled == 1) {
     std::string body = per_item(d, "i", n) + compute;
     body += writes([&](std::size_t o) { return values[o]; });

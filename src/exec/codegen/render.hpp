@@ -25,6 +25,10 @@ class GraphStructure;
 struct DeviceTraits {
   bool fp64 = false;  // double is available (sums of f32 values then accumulate in double)
   std::size_t max_group = 256;  // the largest work-group
+  // A GPU, whose memory latency is hidden by many loads in flight: elementwise kernels of many
+  // values compute several positions per work-item, their loads issued together. (A CPU's OpenCL
+  // compiler vectorises across work-items instead, and loses by it.)
+  bool gpu = false;
   // The local memory one kernel may declare: 32 KiB, what OpenCL promises every device, where the
   // device says nothing; at most 48 KiB, CUDA's static shared memory.
   std::size_t local_bytes = 32768;

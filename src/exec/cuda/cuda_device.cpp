@@ -165,6 +165,7 @@ std::shared_ptr<CudaDevice> CudaDevice::open() {
                "." + std::to_string(nvrtc_minor) + ", " + d->architecture_;
   d->options_ = std::string(kCudaC.compile_options) + " --gpu-architecture=" + d->architecture_;
   d->traits_.fp64 = true;
+  d->traits_.gpu = true;
   d->traits_.max_group = static_cast<std::size_t>(std::max(threads, 1));
   if (shared > 0) d->traits_.local_bytes = std::min<std::size_t>(static_cast<std::size_t>(shared), 49152);
   api.total_memory(&d->total_memory_, d->device_);

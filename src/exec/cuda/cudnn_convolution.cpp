@@ -195,8 +195,10 @@ bool CudnnConvolution::run(const Node& root, CUdeviceptr first, CUdeviceptr seco
 
   // The algorithm, chosen once per geometry from cuDNN's heuristics.
   std::string key = std::to_string(static_cast<int>(root.op)) + (f64 ? "d" : "f");
-  for (std::int64_t v : {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
-    key += " " + std::to_string(v);
+  for (std::int64_t v : {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw}) {
+    key += ' ';
+    key += std::to_string(v);
+  }
   Choice choice;
   if (auto found = choices_.find(key); found != choices_.end()) {
     choice = found->second;

@@ -60,6 +60,11 @@ struct GeneratedBackend::Prepared final : PreparedKernel {
 GeneratedBackend::GeneratedBackend(std::shared_ptr<DeviceApi> device)
     : device_(std::move(device)), programs_(*device_), dialect_(device_->dialect()) {
   dialect_.double_arithmetic = device_->traits().fp64;
+  traits_ = device_->traits();
+  // KILN_KERNEL_FORMS=gpu renders the kernels a GPU gets on any device (to test them on a CPU's
+  // OpenCL), =cpu those of a CPU.
+  if (environment_is("KILN_KERNEL_FORMS", "gpu")) traits_.gpu = true;
+  if (environment_is("KILN_KERNEL_FORMS", "cpu")) traits_.gpu = false;
   // KILN_NAN_RULE=1 spells the rule out on any device (to test that code where the device follows
   // the rule by itself), =0 never.
   const char* forced = std::getenv("KILN_NAN_RULE");
@@ -221,8 +226,8 @@ const GeneratedBackend::Prepared& GeneratedBackend::prepare(const KernelRun& r) 
                  r.structure, describe, ir);
   }
   auto p = std::make_shared<Prepared>();
-  p->rendered = render_kernel(k, ir, r.structure, dialect_, device_->traits());
-  if (p->rendered.uses_f64 && !device_->traits().fp64)
+  p->rendered = render_kernel(k, ir, r.structure, dialect_, traits_);
+  if (p->rendered.uses_f64 && !traits_.fp64)
     throw Error(ErrorCode::wrong_type,
                 std::string(k.root->info().name) + " " + shape_to_string(k.root->shape) +
                     ": f64 values need a device with double precision, which " +

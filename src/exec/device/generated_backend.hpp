@@ -84,6 +84,7 @@ class GeneratedBackend : public Backend {
   std::shared_ptr<DeviceApi> device_;
   ProgramCache programs_;  // declared after device_: programs go before the device
   Dialect dialect_;
+  DeviceTraits traits_;  // the device's, as kernels are rendered for it
 };
 
 }  // namespace kiln::detail::device

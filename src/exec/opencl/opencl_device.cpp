@@ -199,6 +199,9 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
                   &d->traits_.max_group, nullptr);
   clGetDeviceInfo(d->device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc_, &d->max_alloc_,
                   nullptr);
+  cl_device_type type = 0;
+  clGetDeviceInfo(d->device_, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+  d->traits_.gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
   cl_ulong local_bytes = 0;
   if (clGetDeviceInfo(d->device_, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes,
                       nullptr) == CL_SUCCESS &&
