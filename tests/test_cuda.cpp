@@ -95,6 +95,36 @@ TEST(Cuda, FloatProductsGoToCublasThroughTheirViews) {
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(std::abs(got[i] - want[i]), 0, 1e-5);
 }
 
+// Host values go to the device through pinned staging buffers, filled in turn: values larger than
+// one buffer (in pieces), small uploads packed after it, and the ring wrapping around (a buffer
+// is written again only once its copies are done).
+TEST(Cuda, UploadsThroughPinnedStagingKeepTheirValues) {
+  REQUIRE_CUDA(gpu);
+  std::vector<float> host(5'000'003);  // 20 MB: two buffers of 8 MiB and part of a third
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 1000);
+  const auto n = static_cast<std::int64_t>(host.size());
+  const Tensor doubled = (Tensor::from(host, {n}) * 2.f).eval(*gpu);
+  // 40 MB in all: past the four buffers, the first is written again.
+  const Tensor tripled = (Tensor::from(host, {n}) * 3.f).eval(*gpu);
+  std::vector<Tensor> results;
+  for (int round = 0; round < 10; ++round) {
+    std::vector<float> small(64);
+    for (std::size_t i = 0; i < small.size(); ++i) small[i] = static_cast<float>(round * 100 + i);
+    results.push_back((Tensor::from(small, {64}) + 1.f).eval(*gpu));
+  }
+  for (const auto& [result, factor] : {std::pair{doubled, 2.f}, std::pair{tripled, 3.f}}) {
+    const std::vector<float> d = result.to_vector<float>();
+    for (std::size_t i = 0; i < host.size(); i += 997)
+      ASSERT_EQ(d[i], factor * static_cast<float>(i % 1000)) << "element " << i;
+    ASSERT_EQ(d.back(), factor * static_cast<float>((host.size() - 1) % 1000));
+  }
+  for (int round = 0; round < 10; ++round) {
+    const std::vector<float> r = results[static_cast<std::size_t>(round)].to_vector<float>();
+    for (std::size_t i = 0; i < r.size(); ++i)
+      ASSERT_EQ(r[i], static_cast<float>(round * 100 + i) + 1.f) << "round " << round;
+  }
+}
+
 // f16 and bf16 products run in cuBLAS on the tensor cores, summed in f32 and rounded once: within
 // one rounding of the type of the reference's (an f32 product rounded), through transposing and
 // broadcasting views too.

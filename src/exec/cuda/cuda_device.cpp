@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <string_view>
 
 #include "kiln/error.hpp"
 
@@ -31,6 +33,12 @@ struct DriverApi {
   decltype(&::cuMemAlloc) alloc;
   decltype(&::cuMemFree) free;
   decltype(&::cuMemcpyHtoDAsync) upload;
+  decltype(&::cuMemHostAlloc) host_alloc;
+  decltype(&::cuMemFreeHost) host_free;
+  decltype(&::cuEventCreate) event_create;
+  decltype(&::cuEventRecord) event_record;
+  decltype(&::cuEventSynchronize) event_synchronize;
+  decltype(&::cuEventDestroy) event_destroy;
   decltype(&::cuMemcpyDtoHAsync) download;
   decltype(&::cuModuleLoadData) module_load;
   decltype(&::cuModuleUnload) module_unload;
@@ -84,6 +92,12 @@ const DriverApi& driver_api() {
     need(driver, "cuMemAlloc_v2", a.alloc);
     need(driver, "cuMemFree_v2", a.free);
     need(driver, "cuMemcpyHtoDAsync_v2", a.upload);
+    need(driver, "cuMemHostAlloc", a.host_alloc);
+    need(driver, "cuMemFreeHost", a.host_free);
+    need(driver, "cuEventCreate", a.event_create);
+    need(driver, "cuEventRecord", a.event_record);
+    need(driver, "cuEventSynchronize", a.event_synchronize);
+    need(driver, "cuEventDestroy_v2", a.event_destroy);
     need(driver, "cuMemcpyDtoHAsync_v2", a.download);
     need(driver, "cuModuleLoadData", a.module_load);
     need(driver, "cuModuleUnload", a.module_unload);
@@ -172,12 +186,16 @@ std::shared_ptr<CudaDevice> CudaDevice::open() {
   d->checked(api.retain_context(&d->context_, d->device_), "cuDevicePrimaryCtxRetain");
   d->checked(api.set_current(d->context_), "cuCtxSetCurrent");
   d->checked(api.stream_create(&d->stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  if (const char* staging = std::getenv("KILN_CUDA_STAGING"); staging != nullptr)
+    d->use_staging_ = std::string_view(staging) != "0";
   return d;
 }
 
 CudaDevice::~CudaDevice() {
   if (api_ == nullptr) return;
+  bind();  // the calls below act on the current context
   if (stream_ != nullptr) api_->stream_synchronize(stream_);
+  free_staging();
   release_pool();
   if (stream_ != nullptr) api_->stream_destroy(stream_);
   if (context_ != nullptr) api_->release_context(device_);
@@ -297,10 +315,63 @@ void CudaDevice::release_pool() {
 void CudaDevice::upload(const device::DeviceBuffer& to, const void* from, std::size_t bytes) {
   usable();
   if (bytes == 0) return;
-  // From pageable host memory the driver copies `from` to its staging memory before returning,
-  // so the caller may reuse it at once; the transfer itself stays ordered on the stream.
-  checked(api_->upload(static_cast<const CudaMemory&>(to).handle(), from, bytes, stream_),
-          "cuMemcpyHtoDAsync");
+  const CUdeviceptr target = static_cast<const CudaMemory&>(to).handle();
+  const auto* source = static_cast<const unsigned char*>(from);
+  std::lock_guard lock(staging_mutex_);
+  for (std::size_t done = 0; done < bytes;) {
+    if (use_staging_ && staging_used_ == kStagingBytes) {
+      // The current buffer is full: the next one, once every copy that read it is done (an
+      // event never recorded counts as done).
+      current_staging_ = (current_staging_ + 1) % staging_.size();
+      staging_used_ = 0;
+      if (staging_[current_staging_].read != nullptr)
+        checked(api_->event_synchronize(staging_[current_staging_].read), "cuEventSynchronize");
+    }
+    Staging& s = staging_[current_staging_];
+    if (use_staging_ && s.host == nullptr) {
+      void* host = nullptr;
+      CUevent read = nullptr;
+      if (api_->host_alloc(&host, kStagingBytes, 0) != CUDA_SUCCESS) {
+        use_staging_ = false;  // no pinned memory to be had: the driver's staging
+      } else if (api_->event_create(&read, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC) !=
+                 CUDA_SUCCESS) {
+        api_->host_free(host);
+        use_staging_ = false;
+      } else {
+        s = {host, read};
+      }
+    }
+    if (!use_staging_) {
+      // From pageable host memory the driver copies `from` to its own staging memory before
+      // returning, so the caller may reuse it at once; the transfer stays ordered on the stream.
+      checked(api_->upload(target + done, source + done, bytes - done, stream_),
+              "cuMemcpyHtoDAsync");
+      return;
+    }
+    const std::size_t piece = std::min(kStagingBytes - staging_used_, bytes - done);
+    unsigned char* at = static_cast<unsigned char*>(s.host) + staging_used_;
+    std::memcpy(at, source + done, piece);
+    checked(api_->upload(target + done, at, piece, stream_), "cuMemcpyHtoDAsync");
+    // Each copy from the buffer re-records its event: the buffer is free once the last has run.
+    // Were the event left behind the copy, the copy must be over before the buffer is reused.
+    if (const CUresult recorded = api_->event_record(s.read, stream_); recorded != CUDA_SUCCESS) {
+      api_->stream_synchronize(stream_);
+      checked(recorded, "cuEventRecord");
+    }
+    staging_used_ += (piece + 255) / 256 * 256;  // the next copy from an aligned address
+    staging_used_ = std::min(staging_used_, kStagingBytes);
+    done += piece;
+  }
+}
+
+void CudaDevice::free_staging() {
+  bind();
+  std::lock_guard lock(staging_mutex_);
+  for (Staging& s : staging_) {
+    if (s.read != nullptr) api_->event_destroy(s.read);
+    if (s.host != nullptr) api_->host_free(s.host);
+    s = {};
+  }
 }
 
 void CudaDevice::download(const device::DeviceBuffer& from, void* to, std::size_t bytes) {

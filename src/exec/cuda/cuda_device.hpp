@@ -8,6 +8,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -98,6 +99,23 @@ class CudaDevice final : public device::DeviceApi,
   mutable std::mutex pool_mutex_;
   std::multimap<std::size_t, CUdeviceptr> pool_;
   std::size_t pooled_bytes_ = 0;
+
+  // Host-to-device copies go through pinned staging buffers: the host copies the values there
+  // and goes on while the copy engine reads them, in stream order. Uploads fill the current
+  // buffer one after another; a full one is left for the next, which is written again once the
+  // copies that last read it are done (its event), so the host waits for queued work only when
+  // it is a whole ring of uploads ahead. Made on first use; KILN_CUDA_STAGING=0, or a failed
+  // allocation of pinned memory, leaves uploads to the driver's own staging of pageable memory.
+  struct Staging {
+    void* host = nullptr;    // kStagingBytes of pinned memory
+    CUevent read = nullptr;  // recorded after each copy that reads it
+  };
+  static constexpr std::size_t kStagingBytes = std::size_t{8} << 20;
+  std::mutex staging_mutex_;
+  std::array<Staging, 4> staging_;
+  std::size_t current_staging_ = 0, staging_used_ = 0;  // the buffer being filled, its bytes used
+  bool use_staging_ = true;
+  void free_staging();
 };
 
 }  // namespace kiln::detail::cuda
