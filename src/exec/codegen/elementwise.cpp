@@ -7,11 +7,12 @@
 
 namespace kiln::detail::codegen {
 
-// Where there are many positions on a GPU, a work-item computes kUnrolled of them, a work-group apart
-// (adjacent work-items still read adjacent values), and writes its results only after computing
-// them all: the device may then issue every load of the work-item at once, without proving that
-// a store cannot change what a later load reads (an output may be an input's memory). More loads
-// in flight per work-item is what a memory-bound kernel needs to reach the device's bandwidth.
+// Where there are many positions on a GPU, a work-item computes kUnrolled of them, a work-group
+// apart (adjacent work-items still read adjacent values), and writes its results only after
+// computing them all: the device may then issue every load of the work-item at once, without
+// proving that a store cannot change what a later load reads (an output may be an input's
+// memory). More loads in flight per work-item is what a memory-bound kernel needs to reach the
+// device's bandwidth.
 constexpr int kUnrolled = 4;
 constexpr std::int64_t kUnrolledFrom = 16384;  // positions; fewer run one per work-item
 

@@ -210,9 +210,10 @@ RenderedKernel reduction(const Kernel& k, const KernelIr& ir, const GraphStructu
 // (NaN skipped, a non-finite maximum not subtracted), the sum of exponentials in double where the
 // device has it, then each value. The work-items of a line read it together (adjacent items,
 // adjacent values) and merge their maxima and sums in a fixed tree. A line of up to
-// kLineValuesEach values per work-item (of up to 1024 work-items: 32768 values) is read from
+// kLineValuesEach values per work-item (of up to 512 work-items: 16384 values) is read from
 // memory once, each work-item keeping its values in registers, and a work-group takes several
-// short lines; a longer line is read three times by a work-group of its own.
+// short lines; a longer line is read three times by a work-group of its own. (A work-group of
+// 1024 would leave each work-item 64 registers on NVIDIA's devices, fewer than 32 doubles need.)
 constexpr std::int64_t kLineValuesEach = 32;
 
 RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, const Dialect& d,
@@ -236,7 +237,7 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
     while (w < most && static_cast<std::size_t>(w) * 2 <= device.max_group) w *= 2;
     return w;
   };
-  const std::int64_t widest = widest_up_to(1024);
+  const std::int64_t widest = widest_up_to(512);
   // Work-items per line (a power of two): 32 where each then holds at most kLineValuesEach
   // values, fewer for shorter lines, more for longer ones up to `widest`.
   std::int64_t lanes = 1;
@@ -247,8 +248,10 @@ RenderedKernel softmax_lines(const Kernel& k, const GraphStructure& structure, c
   const std::int64_t each = (len + lanes - 1) / lanes;  // values per work-item
   const bool in_registers = each <= kLineValuesEach;
   if (!in_registers) lanes = widest_up_to(256);
-  // Lines per work-group: up to 128 work-items in all.
-  const std::int64_t rows = std::max<std::int64_t>(1, std::min<std::int64_t>(128, widest) / lanes);
+  // Lines per work-group: as many as fill 128 work-items, where a line takes fewer; one line per
+  // work-group where it is read three times (its loop runs over the line's work-items only).
+  const std::int64_t rows =
+      in_registers ? std::max<std::int64_t>(1, std::min<std::int64_t>(128, widest) / lanes) : 1;
   const std::int64_t group = lanes * rows;
   const std::string G = number(group), W = number(lanes), local(d.local), barrier(d.barrier);
   std::vector<std::string> outputs = r.begin("kiln_softmax", t);
