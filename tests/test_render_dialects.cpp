@@ -272,7 +272,8 @@ std::vector<std::function<Tensor()>> graphs() {
     const Tensor x = kiln::exp(values(DType::f32, {20000})) + 1.0;
     return kiln::concat(kiln::convert(x * 2.0, DType::f16), kiln::convert(x, DType::f16), 0);
   });
-  g.push_back([] { return kiln::contiguous(kiln::permute(values(DType::bf16, {150, 130}), {1, 0})); });
+  g.push_back(
+      [] { return kiln::contiguous(kiln::permute(values(DType::bf16, {150, 130}), {1, 0})); });
 
   // Reductions, with and without a fused producer, in each type.
   for (DType t : kTypes) {

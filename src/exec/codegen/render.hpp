@@ -30,7 +30,8 @@ struct DeviceTraits {
   // compiler vectorises across work-items instead, and loses by it.)
   bool gpu = false;
   // The local memory one kernel may declare: 32 KiB, what OpenCL promises every device, where the
-  // device says nothing; at most 48 KiB, CUDA's static shared memory.
+  // device says nothing; at most kMostLocalBytes, CUDA's static shared memory.
+  static constexpr std::size_t kMostLocalBytes = 49152;
   std::size_t local_bytes = 32768;
 };
 

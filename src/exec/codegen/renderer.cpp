@@ -125,7 +125,6 @@ std::string per_item(const Dialect& d, const char* var, std::int64_t n) {
 
 namespace {
 
-
 // `qualifier` and a space, or nothing where the dialect has no such qualifier.
 std::string qualified(std::string_view qualifier) {
   return qualifier.empty() ? std::string() : std::string(qualifier) + " ";

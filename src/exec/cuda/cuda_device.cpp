@@ -181,7 +181,9 @@ std::shared_ptr<CudaDevice> CudaDevice::open() {
   d->traits_.fp64 = true;
   d->traits_.gpu = true;
   d->traits_.max_group = static_cast<std::size_t>(std::max(threads, 1));
-  if (shared > 0) d->traits_.local_bytes = std::min<std::size_t>(static_cast<std::size_t>(shared), 49152);
+  if (shared > 0)
+    d->traits_.local_bytes =
+        std::min(static_cast<std::size_t>(shared), DeviceTraits::kMostLocalBytes);
   api.total_memory(&d->total_memory_, d->device_);
   d->checked(api.retain_context(&d->context_, d->device_), "cuDevicePrimaryCtxRetain");
   d->checked(api.set_current(d->context_), "cuCtxSetCurrent");

@@ -206,7 +206,8 @@ std::shared_ptr<OpenClDevice> OpenClDevice::open() {
   if (clGetDeviceInfo(d->device_, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes,
                       nullptr) == CL_SUCCESS &&
       local_bytes > 0)
-    d->traits_.local_bytes = static_cast<std::size_t>(std::min<cl_ulong>(local_bytes, 49152));
+    d->traits_.local_bytes = static_cast<std::size_t>(
+        std::min<cl_ulong>(local_bytes, DeviceTraits::kMostLocalBytes));
   // Division and square root of f32 correctly rounded where the device can (OpenCL allows
   // 2.5 ulp otherwise); no -cl-fast-relaxed-math, no -cl-mad-enable: every kernel rounds as the
   // reference does.
@@ -408,8 +409,10 @@ void OpenClDevice::launch(void* entry, std::span<const device::KernelArgument> a
   }
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const device::KernelArgument& a = arguments[i];
-    cl_mem handle = a.buffer != nullptr ? static_cast<const ClMemory*>(a.buffer)->handle() : nullptr;
-    const std::uint64_t value = a.buffer != nullptr ? reinterpret_cast<std::uintptr_t>(handle) : a.value;
+    cl_mem handle =
+        a.buffer != nullptr ? static_cast<const ClMemory*>(a.buffer)->handle() : nullptr;
+    const std::uint64_t value =
+        a.buffer != nullptr ? reinterpret_cast<std::uintptr_t>(handle) : a.value;
     if (i < set.values.size() && set.values[i] == value) continue;
     const auto at = static_cast<cl_uint>(i);
     if (a.buffer != nullptr) {
