@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/device/generated_backend.hpp"
 #include "graph/node.hpp"
 #include "kiln/data.hpp"
 #include "kiln/executor.hpp"
@@ -51,6 +52,8 @@ const kiln::detail::Buffer& buffer_of(const Tensor& t) { return *t.node()->resul
 #define DEVICE_SUITE Cuda
 #define DEVICE_NAME "CUDA"
 #define REQUIRE_DEVICE(executor) REQUIRE_CUDA(executor)
+#define DEVICE_RECORDS !kiln_test::environment_is("KILN_CUDA_GRAPHS", "0")
+#define DEVICE_RECORDING_SWITCH "KILN_CUDA_GRAPHS=0 turns graphs off"
 #include "device_backend_tests.inc"
 
 TEST(Cuda, WithoutADeviceTheErrorSaysWhatIsMissing) {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "exec/opencl/clblast_matmul.hpp"
+#include "exec/device/generated_backend.hpp"
 #include "exec/device/kernel_cache.hpp"
 #include "exec/opencl/opencl_device.hpp"
 #include "flint.h"
@@ -50,6 +51,8 @@ const kiln::detail::Buffer& buffer_of(const Tensor& t) { return *t.node()->resul
 #define DEVICE_SUITE OpenCl
 #define DEVICE_NAME "OpenCL"
 #define REQUIRE_DEVICE(executor) REQUIRE_OPENCL(executor)
+#define DEVICE_RECORDS kiln_test::environment_is("KILN_OPENCL_GRAPHS", "1")
+#define DEVICE_RECORDING_SWITCH "KILN_OPENCL_GRAPHS=1 records them"
 #include "device_backend_tests.inc"
 
 // conv2d in OpenCL's generated kernel, a work-item per tile of output channels and columns, gives

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "kiln/error.hpp"
 #include "kiln/executor.hpp"
@@ -20,6 +22,12 @@ struct ExecutorGuard {
   std::shared_ptr<kiln::Executor> saved = kiln::current_executor();
   ~ExecutorGuard() { kiln::set_executor(saved); }
 };
+
+// Whether the environment variable `name` is set to `value` (unset counts as "").
+inline bool environment_is(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return std::string_view(v != nullptr ? v : "") == value;
+}
 
 inline std::int64_t numel_of(const kiln::Shape& s) {
   std::int64_t n = 1;

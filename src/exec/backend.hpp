@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,40 @@ class Backend {
   }
   // Computes the kernel's root (and its stored nodes) into their `result`s.
   virtual KernelOutcome run(const KernelRun& run) = 0;
+  // Recorded schedules (a device's graphs). A backend that records() is asked to record an
+  // evaluation of a schedule that comes back often, and from then on to replay the recording
+  // instead of running the schedule's kernels one by one.
+  virtual bool records() const { return false; }
+  // Starts recording the evaluation of `plan` about to run; false where the backend cannot. The
+  // evaluation runs without in-place updates (KernelRun::reuse is empty).
+  virtual bool begin_recording(const GraphStructure& structure, SchedulePlan& plan) {
+    static_cast<void>(structure);
+    static_cast<void>(plan);
+    return false;
+  }
+  // Ends the recording. `ran`: the evaluation ran to its end. Where the backend keeps the
+  // recording (in plan.recording), it runs it, gives the nodes at the positions `keep` their
+  // values and returns true. It returns false where the evaluation threw, the recording cannot be
+  // kept (plan.recording stays null) or its run gave no values (an index out of range); the
+  // runtime then evaluates the schedule again the ordinary way, which gives the same values or
+  // the same error.
+  virtual bool end_recording(const GraphStructure& structure, SchedulePlan& plan,
+                             std::span<const int> keep, bool ran) {
+    static_cast<void>(structure);
+    static_cast<void>(plan);
+    static_cast<void>(keep);
+    static_cast<void>(ran);
+    return false;
+  }
+  // Runs plan.recording for this evaluation's nodes, giving the nodes at `keep` their values;
+  // false (no node given values) where it cannot serve this evaluation.
+  virtual bool replay(const GraphStructure& structure, SchedulePlan& plan,
+                      std::span<const int> keep) {
+    static_cast<void>(structure);
+    static_cast<void>(plan);
+    static_cast<void>(keep);
+    return false;
+  }
   // Waits until every kernel it queued has finished (backends that run kernels as they are
   // called have nothing to wait for).
   virtual void synchronize() {}

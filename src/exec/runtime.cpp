@@ -58,7 +58,7 @@ class Runtime final : public Executor {
     SchedulePlan& plan = schedule(targets, structure_);
     plan.bind(structure_, kernels_);
     debug_print(kernels_, plan_was_cached_);
-    run_kernels(structure_, plan, kernels_);
+    evaluate_plan(structure_, plan, kernels_);
   }
 
   std::unique_ptr<Prepared> prepare(std::span<Node* const> targets) override;
@@ -66,12 +66,80 @@ class Runtime final : public Executor {
   void run_prepared(const GraphStructure& structure, SchedulePlan& plan,
                     const std::vector<Kernel>& kernels) {
     backend_->begin_evaluation();
-    run_kernels(structure, plan, kernels);
+    evaluate_plan(structure, plan, kernels);
   }
 
-  // The kernels of `plan`, bound to the nodes of `structure`, in order on the backend.
+  // The evaluation of `plan`: replayed where the backend recorded it, recorded when it comes back
+  // for the kRecordedAt-th time, its kernels run one by one otherwise.
+  void evaluate_plan(const GraphStructure& structure, SchedulePlan& plan,
+                     const std::vector<Kernel>& kernels) {
+    if (!plan.unrecordable && backend_->records() && ResultWatch::current() == nullptr &&
+        !profiling_enabled()) {
+      if (plan.recording) {
+        if (replay(structure, plan)) return;
+      } else if (++plan.evaluations >= kRecordedAt && record(structure, plan, kernels)) {
+        return;
+      }
+    }
+    run_kernels(structure, plan, kernels, /*in_place=*/true);
+  }
+
+  // The first evaluation compiles the kernels; a second says the schedule is repeated.
+  static constexpr int kRecordedAt = 3;
+
+  bool record(const GraphStructure& structure, SchedulePlan& plan,
+              const std::vector<Kernel>& kernels) {
+    // An empty result is made on the host, not by a kernel.
+    const bool empty = std::any_of(kernels.begin(), kernels.end(),
+                                   [](const Kernel& k) { return k.root->numel() == 0; });
+    bool began = false;
+    if (!empty) {
+      try {
+        began = backend_->begin_recording(structure, plan);
+      } catch (...) {
+        // A device that cannot record now still evaluates the ordinary way.
+      }
+    }
+    if (!began) {
+      plan.unrecordable = true;
+      return false;
+    }
+    const std::vector<Node*>& nodes = structure.nodes();
+    bool ran = false;
+    try {
+      run_kernels(structure, plan, kernels, /*in_place=*/false);
+      ran = true;
+    } catch (...) {
+      // What cannot be recorded (a download, a host kernel) throws while recording; a true error
+      // comes again below.
+    }
+    keep_.clear();
+    for (std::size_t s = 0; ran && s < nodes.size(); ++s)
+      if (plan.computed[s] && nodes[s]->result) keep_.push_back(static_cast<int>(s));
+    if (backend_->end_recording(structure, plan, keep_, ran)) return true;
+    // Kept or not, the recording gave no values: they come from an ordinary run.
+    plan.unrecordable = plan.recording == nullptr;
+    for (std::size_t s = 0; s < nodes.size(); ++s)
+      if (plan.computed[s]) nodes[s]->result.reset();
+    return false;
+  }
+
+  bool replay(const GraphStructure& structure, SchedulePlan& plan) {
+    // The nodes whose results outlive the evaluation (run_kernels releases the others).
+    const std::vector<Node*>& nodes = structure.nodes();
+    keep_.clear();
+    for (std::size_t s = 0; s < nodes.size(); ++s)
+      if (plan.computed[s] &&
+          (plan.requested[s] || plan.readers[s] == 0 || nodes[s]->handles.load() != 0))
+        keep_.push_back(static_cast<int>(s));
+    return backend_->replay(structure, plan, keep_);
+  }
+
+  // The kernels of `plan`, bound to the nodes of `structure`, in order on the backend; with
+  // in-place updates where `in_place` (the memory plan's, of an output into a buffer it may take
+  // over).
   void run_kernels(const GraphStructure& structure, SchedulePlan& plan,
-                   const std::vector<Kernel>& kernels) {
+                   const std::vector<Kernel>& kernels, bool in_place) {
     reuse_.clear();  // an evaluation that threw may have left offers behind
     references_.reset();
     // Results of kernels are released after their last reader unless a handle or a target
@@ -91,7 +159,7 @@ class Runtime final : public Executor {
         k.root->result = std::make_shared<Buffer>(k.root->dtype, 0);
         for (Node* s : k.stored) s->result = std::make_shared<Buffer>(s->dtype, 0);
       } else {
-        if (k.kind == Kernel::Kind::elementwise)
+        if (k.kind == Kernel::Kind::elementwise && in_place)
           reusable(k, structure, plan, readers, references_, reuse_);
         KernelOutcome outcome = KernelOutcome::unsupported;
         if (left_to_host(*k.root, policy_)) [[unlikely]] {
@@ -184,6 +252,7 @@ class Runtime final : public Executor {
   std::vector<Kernel> kernels_;
   bool plan_was_cached_ = false;
   std::vector<int> readers_;
+  std::vector<int> keep_;
   std::vector<std::shared_ptr<Buffer>> reuse_;
   EvaluationReferences references_;
   std::string reason_;  // why the last kernel left to the host was

@@ -81,6 +81,11 @@ struct SchedulePlan {
   std::vector<int> readers;     // per position: how many kernels read that node
   std::vector<char> computed;   // per position: whether a kernel computes that node
   std::vector<char> requested;  // per position: whether the node is a target
+  // Recorded evaluations (Backend::records): how many evaluations the plan has served, the
+  // backend's recording of one, and whether recording it failed for good.
+  int evaluations = 0;
+  bool unrecordable = false;
+  std::shared_ptr<PreparedKernel> recording;  // last: it goes before the kernels it recorded
 
   // The kernels, with this evaluation's nodes in place of the positions, written into `out`
   // (whose vectors keep their capacity, so a caller that reuses `out` allocates nothing).

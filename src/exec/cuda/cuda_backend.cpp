@@ -32,7 +32,11 @@ class CudaBackend final : public device::GeneratedBackend {
  public:
   explicit CudaBackend(std::shared_ptr<CudaDevice> device)
       : GeneratedBackend(device), device_(device), blas_(device), dnn_(device),
-        fft_(std::move(device)) {}
+        fft_(std::move(device)) {
+    // A repeated schedule (a training step) is captured once as a CUDA graph and launched as a
+    // whole from then on (recorded_schedule.cpp); KILN_CUDA_GRAPHS=0 launches kernel by kernel.
+    records_ = !environment_is("KILN_CUDA_GRAPHS", "0");
+  }
 
   std::string_view name() const override { return "cuda"; }
 
@@ -52,6 +56,8 @@ class CudaBackend final : public device::GeneratedBackend {
   }
 
  protected:
+  std::uint64_t library_epoch() const override { return fft_.epoch(); }
+
   bool library_supports(const Kernel& k, std::string& reason) const override {
     if (k.kind == Kernel::Kind::matmul && use_blas_ && CublasMatmul::takes(*k.root)) return true;
     reason = "cuBLAS does not take it";

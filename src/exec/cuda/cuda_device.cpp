@@ -40,6 +40,13 @@ struct DriverApi {
   decltype(&::cuEventSynchronize) event_synchronize;
   decltype(&::cuEventDestroy) event_destroy;
   decltype(&::cuMemcpyDtoHAsync) download;
+  decltype(&::cuMemcpyDtoDAsync) copy;
+  decltype(&::cuStreamBeginCapture) begin_capture;
+  decltype(&::cuStreamEndCapture) end_capture;
+  decltype(&::cuGraphInstantiate) graph_instantiate;
+  decltype(&::cuGraphLaunch) graph_launch;
+  decltype(&::cuGraphExecDestroy) graph_exec_destroy;
+  decltype(&::cuGraphDestroy) graph_destroy;
   decltype(&::cuModuleLoadData) module_load;
   decltype(&::cuModuleUnload) module_unload;
   decltype(&::cuModuleGetFunction) module_function;
@@ -99,6 +106,13 @@ const DriverApi& driver_api() {
     need(driver, "cuEventSynchronize", a.event_synchronize);
     need(driver, "cuEventDestroy_v2", a.event_destroy);
     need(driver, "cuMemcpyDtoHAsync_v2", a.download);
+    need(driver, "cuMemcpyDtoDAsync_v2", a.copy);
+    need(driver, "cuStreamBeginCapture_v2", a.begin_capture);
+    need(driver, "cuStreamEndCapture", a.end_capture);
+    need(driver, "cuGraphInstantiateWithFlags", a.graph_instantiate);
+    need(driver, "cuGraphLaunch", a.graph_launch);
+    need(driver, "cuGraphExecDestroy", a.graph_exec_destroy);
+    need(driver, "cuGraphDestroy", a.graph_destroy);
     need(driver, "cuModuleLoadData", a.module_load);
     need(driver, "cuModuleUnload", a.module_unload);
     need(driver, "cuModuleGetFunction", a.module_function);
@@ -146,6 +160,30 @@ class CudaProgram final : public device::DeviceProgram {
 };
 
 }  // namespace
+
+// A captured graph, instantiated; destroyed with the buffers it was captured with.
+class CudaGraph final : public device::RecordedWork {
+ public:
+  CudaGraph(std::shared_ptr<CudaDevice> device, CUgraph graph, CUgraphExec exec)
+      : device_(std::move(device)), graph_(graph), exec_(exec) {}
+  ~CudaGraph() override {
+    device_->bind();
+    device_->api_->graph_exec_destroy(exec_);
+    device_->api_->graph_destroy(graph_);
+  }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+
+  void run() override {
+    device_->usable();
+    device_->checked(device_->api_->graph_launch(exec_, device_->stream_), "cuGraphLaunch");
+  }
+
+ private:
+  std::shared_ptr<CudaDevice> device_;
+  CUgraph graph_;
+  CUgraphExec exec_;
+};
 
 std::shared_ptr<CudaDevice> CudaDevice::open() {
   const DriverApi& api = driver_api();
@@ -264,6 +302,16 @@ void CudaDevice::count_allocation(std::size_t bytes) {
 
 std::shared_ptr<device::DeviceBuffer> CudaDevice::allocate(std::size_t bytes) {
   usable();
+  const auto gate = gate_.pass();
+  if (gate_.here()) {
+    // cuMemAlloc is allowed while capturing (relaxed mode).
+    recorded_buffers_.push_back(unrecorded_allocation(bytes));
+    return recorded_buffers_.back();
+  }
+  return unrecorded_allocation(bytes);
+}
+
+std::shared_ptr<device::DeviceBuffer> CudaDevice::unrecorded_allocation(std::size_t bytes) {
   const std::size_t size = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
   {
     std::lock_guard lock(pool_mutex_);
@@ -316,6 +364,9 @@ void CudaDevice::release_pool() {
 
 void CudaDevice::upload(const device::DeviceBuffer& to, const void* from, std::size_t bytes) {
   usable();
+  const auto gate = gate_.pass();
+  // A captured copy would read `from` again at each launch of the graph.
+  not_while_recording("an upload");
   if (bytes == 0) return;
   const CUdeviceptr target = static_cast<const CudaMemory&>(to).handle();
   const auto* source = static_cast<const unsigned char*>(from);
@@ -378,6 +429,8 @@ void CudaDevice::free_staging() {
 
 void CudaDevice::download(const device::DeviceBuffer& from, void* to, std::size_t bytes) {
   usable();
+  const auto gate = gate_.pass();
+  not_while_recording("a download");
   if (bytes == 0) return;
   checked(api_->download(to, static_cast<const CudaMemory&>(from).handle(), bytes, stream_),
           "cuMemcpyDtoHAsync");
@@ -386,7 +439,60 @@ void CudaDevice::download(const device::DeviceBuffer& from, void* to, std::size_
 
 void CudaDevice::finish() {
   usable();
+  const auto gate = gate_.pass();
+  not_while_recording("a wait for the stream");
   checked(api_->stream_synchronize(stream_), "cuStreamSynchronize");
+}
+
+void CudaDevice::copy(const device::DeviceBuffer& from, const device::DeviceBuffer& to,
+                      std::size_t bytes) {
+  usable();
+  if (bytes == 0) return;
+  checked(api_->copy(static_cast<const CudaMemory&>(to).handle(),
+                     static_cast<const CudaMemory&>(from).handle(), bytes, stream_),
+          "cuMemcpyDtoDAsync");
+}
+
+void CudaDevice::not_while_recording(const char* what) {
+  if (gate_.here())
+    throw Error(ErrorCode::internal_error,
+                std::string("CUDA: ") + what + " while capturing a schedule's graph");
+}
+
+void CudaDevice::begin_recording() {
+  usable();
+  if (!gate_.begin())
+    throw Error(ErrorCode::internal_error, "CUDA: a capture began inside another");
+  // Relaxed: buffers are allocated while capturing (and kept with the graph).
+  const CUresult began = api_->begin_capture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED);
+  if (began != CUDA_SUCCESS) {
+    gate_.end();
+    checked(began, "cuStreamBeginCapture");
+  }
+}
+
+std::unique_ptr<device::RecordedWork> CudaDevice::end_recording() {
+  if (!gate_.here()) return nullptr;
+  bind();
+  std::vector<std::shared_ptr<device::DeviceBuffer>> buffers;
+  buffers.swap(recorded_buffers_);
+  CUgraph graph = nullptr;
+  // Fails where something broke the capture (a call the stream cannot capture); the stream
+  // captures no more either way.
+  const CUresult ended = api_->end_capture(stream_, &graph);
+  gate_.end();
+  if (ended != CUDA_SUCCESS || graph == nullptr) {
+    if (graph != nullptr) api_->graph_destroy(graph);
+    return nullptr;
+  }
+  CUgraphExec exec = nullptr;
+  if (api_->graph_instantiate(&exec, graph, 0) != CUDA_SUCCESS) {
+    api_->graph_destroy(graph);
+    return nullptr;
+  }
+  auto work = std::make_unique<CudaGraph>(shared_from_this(), graph, exec);
+  work->buffers = std::move(buffers);
+  return work;
 }
 
 std::unique_ptr<device::DeviceProgram> CudaDevice::load(const std::vector<unsigned char>& binary) {

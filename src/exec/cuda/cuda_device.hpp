@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "exec/device/device_api.hpp"
+#include "exec/device/recording_gate.hpp"
 
 namespace kiln::detail::cuda {
 
@@ -69,6 +70,13 @@ class CudaDevice final : public device::DeviceApi,
   void launch(void* entry, std::span<const device::KernelArgument> arguments, std::size_t global,
               std::size_t local) override;
   void finish() override;
+  void copy(const device::DeviceBuffer& from, const device::DeviceBuffer& to,
+            std::size_t bytes) override;
+  // A recording is a CUDA graph: the stream's work captured (cuBLAS's, cuDNN's and cuFFT's too),
+  // instantiated once and launched as a whole each time it runs.
+  void begin_recording() override;
+  std::unique_ptr<device::RecordedWork> end_recording() override;
+  bool records_libraries() const override { return true; }
   bool lost() const override { return lost_.load(std::memory_order_acquire); }
   void usable() const override;
   void bind() const;  // makes the device's context current on the calling thread
@@ -80,10 +88,13 @@ class CudaDevice final : public device::DeviceApi,
 
  private:
   friend class CudaMemory;
+  friend class CudaGraph;
   CudaDevice() = default;
   void checked(CUresult status, const char* call);  // throws, noting a lost device first
   void give_back(CUdeviceptr ptr, std::size_t bytes);
   void release_pool();
+  std::shared_ptr<device::DeviceBuffer> unrecorded_allocation(std::size_t bytes);
+  void not_while_recording(const char* what);  // throws on the recording thread
 
   const DriverApi* api_ = nullptr;
   CUdevice device_ = 0;
@@ -116,6 +127,11 @@ class CudaDevice final : public device::DeviceApi,
   std::size_t current_staging_ = 0, staging_used_ = 0;  // the buffer being filled, its bytes used
   bool use_staging_ = true;
   void free_staging();
+
+  // While the stream captures a graph: the gate keeps other threads' calls out of it, and the
+  // buffers allocated meanwhile go with the graph.
+  device::RecordingGate gate_;
+  std::vector<std::shared_ptr<device::DeviceBuffer>> recorded_buffers_;
 };
 
 }  // namespace kiln::detail::cuda

@@ -139,6 +139,7 @@ bool CufftTransform::run(const Node& root, CUdeviceptr in, CUdeviceptr out, std:
     if (plans_.size() >= kMostPlans) {
       for (const auto& [old_key, old_plan] : plans_) api->destroy(old_plan.handle);
       plans_.clear();
+      ++epoch_;
     }
     plans_.emplace(key, plan);
   }

@@ -38,6 +38,9 @@ class CufftTransform {
 
   // The transforms cuFFT has computed in this process (for tests and KILN_DEBUG).
   static std::uint64_t computed();
+  // How many times the plans were destroyed: a recorded graph (recorded_schedule.cpp) that ran
+  // one of them is stale after.
+  std::uint64_t epoch() const { return epoch_; }
 
  private:
   std::shared_ptr<CudaDevice> device_;
@@ -49,6 +52,7 @@ class CufftTransform {
     std::size_t work = 0;
   };
   std::map<std::string, Plan> plans_;
+  std::uint64_t epoch_ = 0;
   std::unique_ptr<device::DeviceProgram> scale_;  // the inverse's 1/n, compiled on first use
 };
 

@@ -37,6 +37,22 @@ class DeviceProgram {
   virtual std::vector<unsigned char> binary() const = 0;
 };
 
+// Work a device recorded (DeviceApi::begin_recording) and queues again as a whole: a CUDA graph,
+// or the list of launches an API without graphs queues one by one. It runs on the buffers it was
+// recorded with, which it keeps allocated as long as it lives.
+class RecordedWork {
+ public:
+  virtual ~RecordedWork() = default;
+  virtual void run() = 0;
+  // The bytes of the buffers allocated while recording.
+  std::size_t bytes() const {
+    std::size_t total = 0;
+    for (const auto& b : buffers) total += b->bytes();
+    return total;
+  }
+  std::vector<std::shared_ptr<DeviceBuffer>> buffers;
+};
+
 // One argument of a launch: a device buffer, or (buffer null) a 64-bit unsigned value.
 struct KernelArgument {
   const DeviceBuffer* buffer = nullptr;
@@ -74,6 +90,19 @@ class DeviceApi : public Device {
                       std::size_t local) = 0;
   // Waits for everything queued.
   virtual void finish() = 0;
+  // Queues a copy of `bytes` bytes between two buffers of the device.
+  virtual void copy(const DeviceBuffer& from, const DeviceBuffer& to, std::size_t bytes) = 0;
+
+  // Recording: from begin_recording to end_recording, launches and copies are recorded, not run
+  // (nothing recorded has run when end_recording returns), and every buffer allocated meanwhile
+  // belongs to the recording, so that its address stays the work's. Uploads, downloads and waits
+  // need work done, so they throw while recording: the caller then ends the recording and
+  // discards it. end_recording gives null where the API could not keep what it recorded.
+  // records_libraries(): whether the API also records what the backend's libraries queue (CUDA's
+  // stream capture does; an API that lists only its own launches does not).
+  virtual void begin_recording() = 0;
+  virtual std::unique_ptr<RecordedWork> end_recording() = 0;
+  virtual bool records_libraries() const = 0;
 
   // A device that stops answering (a driver reset, a GPU fallen off the bus) is lost for good:
   // every later use throws device_error naming it, without asking the driver again. Values that

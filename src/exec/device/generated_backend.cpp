@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/device/recorded_schedule.hpp"
 #include "exec/kernel_ir.hpp"
 #include "exec/semantics/nan_rules.hpp"
 #include "exec/semantics/indexing.hpp"
@@ -74,6 +75,8 @@ GeneratedBackend::GeneratedBackend(std::shared_ptr<DeviceApi> device)
     dialect_.nan_rule = !follows_nan_rule();
 }
 
+GeneratedBackend::~GeneratedBackend() = default;
+
 bool GeneratedBackend::follows_nan_rule() {
   const Dialect& d = device_->dialect();
   const std::string global = d.global.empty() ? "" : std::string(d.global) + " ";
@@ -100,6 +103,12 @@ bool GeneratedBackend::supports(const Kernel& k, std::string& reason) const {
 
 KernelOutcome GeneratedBackend::run(const KernelRun& r) {
   const Kernel& k = r.kernel;
+  if (recording_ && !device_->records_libraries()) {
+    // The library's commands would run at once, before the recorded kernels they follow.
+    std::string reason;
+    if (library_supports(k, reason))
+      throw Error(ErrorCode::internal_error, "the device does not record its library's commands");
+  }
   if (library_kernel(r)) return KernelOutcome::ran;
   if (!can_render(k)) return KernelOutcome::unsupported;
   const Prepared& p = prepare(r);
@@ -118,11 +127,24 @@ KernelOutcome GeneratedBackend::run(const KernelRun& r) {
   arguments.reserve(results.size() + inputs.size() + 4);
   for (const Output& o : results) arguments.push_back({o.memory.get()});
   for (const auto& m : inputs) arguments.push_back({m.get()});
-  if (rk.seed_of >= 0)
+  if (rk.seed_of >= 0) {
+    // The seed is a value of each evaluation (not of the structure): a recording would keep it.
+    if (recording_)
+      throw Error(ErrorCode::internal_error, "a random seed cannot be recorded");
     arguments.push_back(
         {nullptr, r.structure.nodes()[static_cast<std::size_t>(rk.seed_of)]->attrs.seed});
+  }
   std::shared_ptr<DeviceBuffer> bad;
-  if (rk.index_check) {
+  if (rk.index_check && recording_) {
+    // One flag for the recording's kernels, set to zero by the recording before the first, read
+    // after each run of it (recorded_schedule.cpp).
+    Recorded& recorded = *recording_->recorded;
+    if (recorded.flag == nullptr) {
+      recorded.flag = device_->allocate(sizeof(std::int32_t)).get();
+      device_->copy(*zero_, *recorded.flag, sizeof(std::int32_t));
+    }
+    arguments.push_back({recorded.flag});
+  } else if (rk.index_check) {
     const std::int32_t zero = 0;
     bad = device_->allocate(sizeof zero);
     device_->upload(*bad, &zero, sizeof zero);
@@ -198,6 +220,10 @@ GeneratedBackend::Output GeneratedBackend::output(const KernelRun& r, std::size_
 }
 
 void GeneratedBackend::publish(Node& n, Output o) {
+  if (recording_) {
+    const int slot = recording_->structure->slot(&n);
+    if (slot >= 0) recording_->recorded->results[static_cast<std::size_t>(slot)] = o.memory.get();
+  }
   if (o.reused) {
     o.reused->overwrite_on_device(o.memory);
     n.result = std::move(o.reused);
@@ -207,6 +233,11 @@ void GeneratedBackend::publish(Node& n, Output o) {
 }
 
 std::shared_ptr<DeviceBuffer> GeneratedBackend::on_device(const Buffer& b) {
+  if (recording_) {
+    // A recorded kernel reads the recording's copy of an input.
+    if (auto found = recording_->copies.find(&b); found != recording_->copies.end())
+      return found->second;
+  }
   // A borrowed buffer (from_blob memory the user may change) is uploaded every time rather than
   // kept.
   if (auto copy = b.copy_on(*device_)) return std::static_pointer_cast<DeviceBuffer>(copy);

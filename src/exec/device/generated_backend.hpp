@@ -5,8 +5,10 @@
 // names itself, says what it fuses, and may hand kernels to its own libraries (BLAS products).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,7 @@ namespace kiln::detail::device {
 class GeneratedBackend : public Backend {
  public:
   explicit GeneratedBackend(std::shared_ptr<DeviceApi> device);
+  ~GeneratedBackend() override;
 
   std::string setup() const override {
     return device_->name() + ", " + device_->driver() +
@@ -30,6 +33,21 @@ class GeneratedBackend : public Backend {
   void synchronize() override { device_->finish(); }
   void place(const Buffer& values) override;
   bool holds(const Buffer& values) const override;
+
+  // Recorded schedules (recorded_schedule.cpp): the device records an evaluation (a CUDA graph,
+  // or a list of launches) that reads copies of its inputs and writes buffers of its own, and
+  // each replay copies this evaluation's inputs in, runs the recording and copies the results
+  // that outlive the evaluation out to new buffers. Whether the backend records is its own
+  // choice (records_).
+  bool records() const override { return records_; }
+  bool begin_recording(const GraphStructure& structure, SchedulePlan& plan) override;
+  bool end_recording(const GraphStructure& structure, SchedulePlan& plan,
+                     std::span<const int> keep, bool ran) override;
+  bool replay(const GraphStructure& structure, SchedulePlan& plan,
+              std::span<const int> keep) override;
+  // How many evaluations every generated backend recorded and replayed (for tests).
+  static std::uint64_t recordings();
+  static std::uint64_t replays();
 
   DeviceApi& device() const { return *device_; }
   const ProgramCache& programs() const { return programs_; }
@@ -57,7 +75,7 @@ class GeneratedBackend : public Backend {
     std::shared_ptr<Buffer> reused;
   };
   Output output(const KernelRun& r, std::size_t i, const Node& n);
-  static void publish(Node& n, Output o);
+  void publish(Node& n, Output o);
   // The buffer's copy on this device, uploaded now if it has none.
   std::shared_ptr<DeviceBuffer> on_device(const Buffer& b);
 
@@ -73,10 +91,28 @@ class GeneratedBackend : public Backend {
   static bool environment_is(const char* name, std::string_view value);
   // KILN_DEBUG: name each kernel a library refused.
   const bool debug_ = !environment_is("KILN_DEBUG", "") && !environment_is("KILN_DEBUG", "0");
+  // Whether schedules are recorded (set by the backend).
+  bool records_ = false;
+  // Counts the times the backend's libraries dropped state a recording may use (cuFFT's plans):
+  // a recording made before is not replayed.
+  virtual std::uint64_t library_epoch() const { return 0; }
 
  private:
   struct Prepared;
   const Prepared& prepare(const KernelRun& r);
+
+  struct Recorded;
+  struct Recording;
+  // The results the nodes at `keep` need, copied out of the recording's buffers.
+  void copy_out(const GraphStructure& structure, const Recorded& recorded,
+                std::span<const int> keep);
+  // An input's values into the recording's copy of it.
+  void fill_copy(const Buffer& values, const DeviceBuffer& copy, std::size_t bytes);
+  // Whether the last run of a recording found an index out of range (its flag).
+  bool index_out_of_range(const Recorded& recorded);
+  std::unique_ptr<Recording> recording_;  // while an evaluation is recorded
+  std::shared_ptr<DeviceBuffer> zero_;    // 4 bytes of zero, a recording's flag's first value
+  std::size_t recorded_bytes_ = 0;        // held by the recordings alive
 
   // Whether the device's arithmetic gives the host's NaN bits by itself (one small kernel).
   bool follows_nan_rule();

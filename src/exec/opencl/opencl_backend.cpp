@@ -29,7 +29,12 @@ namespace {
 class OpenClBackend final : public device::GeneratedBackend {
  public:
   explicit OpenClBackend(std::shared_ptr<OpenClDevice> device)
-      : GeneratedBackend(device), device_(std::move(device)) {}
+      : GeneratedBackend(device), device_(std::move(device)) {
+    // KILN_OPENCL_GRAPHS=1 records repeated schedules as lists of launches (recorded_schedule.cpp);
+    // off by default: OpenCL has no graphs, so a replay saves only kiln's own work per kernel
+    // while adding the copies of inputs and results.
+    records_ = environment_is("KILN_OPENCL_GRAPHS", "1");
+  }
 
   std::string_view name() const override { return "opencl"; }
 

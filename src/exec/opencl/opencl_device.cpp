@@ -245,6 +245,15 @@ std::size_t OpenClDevice::bytes_of(DType dtype, std::int64_t numel) const {
 
 std::shared_ptr<device::DeviceBuffer> OpenClDevice::allocate(std::size_t bytes) {
   usable();
+  const auto gate = gate_.pass();
+  if (gate_.here()) {
+    recording_->buffers.push_back(unrecorded_allocation(bytes));
+    return recording_->buffers.back();
+  }
+  return unrecorded_allocation(bytes);
+}
+
+std::shared_ptr<device::DeviceBuffer> OpenClDevice::unrecorded_allocation(std::size_t bytes) {
   // Sizes round up to 256 bytes, so that buffers of nearby sizes share the pool.
   const std::size_t size = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
   {
@@ -293,6 +302,8 @@ void OpenClDevice::release_pool() {
 
 void OpenClDevice::upload(const device::DeviceBuffer& to, const void* from, std::size_t bytes) {
   usable();
+  const auto gate = gate_.pass();
+  not_while_recording("an upload");
   if (bytes == 0) return;
   checked(clEnqueueWriteBuffer(queue_, static_cast<const ClMemory&>(to).handle(), CL_TRUE, 0, bytes, from, 0, nullptr, nullptr),
           "clEnqueueWriteBuffer");
@@ -300,6 +311,8 @@ void OpenClDevice::upload(const device::DeviceBuffer& to, const void* from, std:
 
 void OpenClDevice::download(const device::DeviceBuffer& from, void* to, std::size_t bytes) {
   usable();
+  const auto gate = gate_.pass();
+  not_while_recording("a download");
   if (bytes == 0) return;
   checked(clEnqueueReadBuffer(queue_, static_cast<const ClMemory&>(from).handle(), CL_TRUE, 0, bytes, to, 0, nullptr, nullptr),
           "clEnqueueReadBuffer");
@@ -308,6 +321,8 @@ void OpenClDevice::download(const device::DeviceBuffer& from, void* to, std::siz
 
 void OpenClDevice::finish() {
   usable();
+  const auto gate = gate_.pass();
+  not_while_recording("a wait for the queue");
   queued_ = 0;
   checked(clFinish(queue_), "clFinish");
   finish_at_exit(programs_made_.load(std::memory_order_relaxed));
@@ -398,9 +413,48 @@ std::unique_ptr<device::DeviceProgram> OpenClDevice::compile(const std::string& 
   return std::make_unique<ClProgram>(program);
 }
 
+void OpenClDevice::copy(const device::DeviceBuffer& from, const device::DeviceBuffer& to,
+                        std::size_t bytes) {
+  usable();
+  if (bytes == 0) return;
+  if (gate_.here()) {
+    recording_->add_copy(from, to, bytes);
+    return;
+  }
+  checked(clEnqueueCopyBuffer(queue_, static_cast<const ClMemory&>(from).handle(),
+                              static_cast<const ClMemory&>(to).handle(), 0, 0, bytes, 0, nullptr,
+                              nullptr),
+          "clEnqueueCopyBuffer");
+  enqueued();
+}
+
+void OpenClDevice::begin_recording() {
+  usable();
+  if (!gate_.begin())
+    throw Error(ErrorCode::internal_error, "OpenCL: a recording began inside another");
+  recording_ = std::make_unique<device::LaunchList>(*this);
+}
+
+std::unique_ptr<device::RecordedWork> OpenClDevice::end_recording() {
+  if (!gate_.here()) return nullptr;
+  std::unique_ptr<device::RecordedWork> work = std::move(recording_);
+  gate_.end();
+  return work;
+}
+
+void OpenClDevice::not_while_recording(const char* what) {
+  if (gate_.here())
+    throw Error(ErrorCode::internal_error,
+                std::string("OpenCL: ") + what + " while recording a schedule's launches");
+}
+
 void OpenClDevice::launch(void* entry, std::span<const device::KernelArgument> arguments,
                           std::size_t global, std::size_t local) {
   usable();
+  if (gate_.here()) {
+    recording_->add_launch(entry, arguments, global, local);
+    return;
+  }
   auto* kernel = static_cast<cl_kernel>(entry);
   SetArguments& set = set_arguments_[kernel];
   if (const std::uint64_t releases = releases_.load(); set.releases != releases) {
@@ -431,6 +485,7 @@ void OpenClDevice::launch(void* entry, std::span<const device::KernelArgument> a
 }
 
 void OpenClDevice::enqueued() {
+  not_while_recording("a library's command");
   if (!first_kernel_waited_) {
     first_kernel_waited_ = true;
     finish();

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "exec/device/device_api.hpp"
+#include "exec/device/launch_list.hpp"
+#include "exec/device/recording_gate.hpp"
 
 namespace kiln::detail::opencl {
 
@@ -80,9 +82,17 @@ class OpenClDevice final : public device::DeviceApi,
   void launch(void* entry, std::span<const device::KernelArgument> arguments, std::size_t global,
               std::size_t local) override;
   void finish() override;
+  void copy(const device::DeviceBuffer& from, const device::DeviceBuffer& to,
+            std::size_t bytes) override;
+  // OpenCL has no graphs: a recording is the list of kiln's own launches and copies (a library's
+  // commands end it, see enqueued()).
+  void begin_recording() override;
+  std::unique_ptr<device::RecordedWork> end_recording() override;
+  bool records_libraries() const override { return false; }
 
   // The in-order queue, for a library that queues its own kernels (CLBlast); it calls
-  // enqueued() for each call it makes, so that the host still waits every so many commands.
+  // enqueued() for each call it makes, so that the host still waits every so many commands. While
+  // recording it throws: the library's commands would run before the recorded ones they follow.
   cl_command_queue queue() const { return queue_; }
   void enqueued();
 
@@ -95,10 +105,15 @@ class OpenClDevice final : public device::DeviceApi,
  private:
   friend class ClMemory;
   OpenClDevice() = default;
+  std::shared_ptr<device::DeviceBuffer> unrecorded_allocation(std::size_t bytes);
   void give_back(cl_mem mem, std::size_t bytes);
   void release_pool();
   void checked(cl_int status, const char* call);  // check(), noting a loss first
   void built();  // see finish_at_exit in opencl_device.cpp
+  void not_while_recording(const char* what);  // throws on the recording thread
+
+  std::unique_ptr<device::LaunchList> recording_;  // while gate_.here() (evaluations are serialised)
+  device::RecordingGate gate_;
 
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
