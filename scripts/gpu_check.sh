@@ -6,7 +6,8 @@
 # Phases (default: all, in this order): probe bench torch suite csuite opencl; also `oclsuite`
 # (the device tests under NVIDIA's OpenCL), `filter`
 # (the tests KILN_GPU_FILTER names, under CUDA, in one process) and `libraries` (convolutions and
-# the training step with cuDNN and cuBLAS on and off). Logs go to OUT_DIR,
+# the training step with cuDNN and cuBLAS on and off); `bench` times the training step with CUDA
+# graphs and without (KILN_CUDA_GRAPHS=0). Logs go to OUT_DIR,
 # with summary.txt gathering the verdicts; KILN_GPU_PACK=1 packs the logs into OUT_DIR/logs.tar.gz
 # (for a transfer that takes few files). Time limits: KILN_GPU_SUITE_S (default 240 s a shard),
 # KILN_GPU_BENCH_S (default 150 s a benchmark); KILN_GPU_OPENCL_FILTER picks the OpenCL rows.
@@ -48,7 +49,13 @@ for phase in $phases; do
       KILN_EXECUTOR=cuda timeout "${KILN_GPU_BENCH_S:-150}" $bin/kiln_bench --quick > "$out/bench_cuda.log" 2>&1
       note "bench cuda: rc $?"
       KILN_EXECUTOR=cuda timeout "${KILN_GPU_BENCH_S:-120}" $bin/kiln_train_bench --batches 100 --threads 16 > "$out/train_cuda.log" 2>&1
-      note "train cuda: rc $?" ;;
+      note "train cuda: rc $? $(grep -E '^\| kiln ' "$out/train_cuda.log" | awk -F'|' '{print $5}') ms/batch"
+      # The same step launched kernel by kernel (no CUDA graph), and KILN_DEBUG's word on whether
+      # the step's schedule was recorded.
+      KILN_EXECUTOR=cuda KILN_CUDA_GRAPHS=0 timeout "${KILN_GPU_BENCH_S:-120}" $bin/kiln_train_bench --batches 100 --threads 16 > "$out/train_cuda_nographs.log" 2>&1
+      note "train cuda without graphs: rc $? $(grep -E '^\| kiln ' "$out/train_cuda_nographs.log" | awk -F'|' '{print $5}') ms/batch"
+      KILN_DEBUG=1 KILN_EXECUTOR=cuda timeout 60 $bin/kiln_train_bench --batches 5 --threads 16 > "$out/train_cuda_debug.log" 2>&1
+      note "graph notes: $(grep -o 'the schedule above: .*' "$out/train_cuda_debug.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')" ;;
     torch)
       timeout "${KILN_GPU_BENCH_S:-150}" python3 "$repo/bench/torch_gpu_peer.py" --quick > "$out/torch.log" 2>&1
       note "torch: rc $?" ;;

@@ -178,6 +178,42 @@ TEST(Cuda, Tf32IsOptIn) {
   EXPECT_LT(largest_error(), 1e-4);
 }
 
+// A step whose convolution, product and Fourier transform run in cuDNN, cuBLAS and cuFFT is
+// captured as one CUDA graph with kiln's own kernels: the replays launch the libraries' kernels
+// without calling the libraries, and give each step's values.
+TEST(Cuda, LibraryCallsAreCapturedInTheStepsGraph) {
+  REQUIRE_CUDA(gpu);
+  if (kiln_test::environment_is("KILN_CUDA_GRAPHS", "0"))
+    GTEST_SKIP() << "KILN_CUDA_GRAPHS=0 turns graphs off";
+  using kiln::detail::device::GeneratedBackend;
+  const auto reference = kiln::reference_executor();
+  std::vector<float> ws(4 * 3 * 3 * 3), ms(16 * 8);
+  for (std::size_t i = 0; i < ws.size(); ++i) ws[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  for (std::size_t i = 0; i < ms.size(); ++i) ms[i] = 0.05f * static_cast<float>(i % 5) - 0.1f;
+  const std::uint64_t replayed = GeneratedBackend::replays();
+  const std::uint64_t products = kiln::detail::cuda::CublasMatmul::products();
+  const std::uint64_t convolutions = kiln::detail::cuda::CudnnConvolution::computed();
+  const std::uint64_t transforms = kiln::detail::cuda::CufftTransform::computed();
+  for (int s = 0; s < 6; ++s) {
+    std::vector<float> xs(2 * 3 * 16 * 16);
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      xs[i] = std::cos(0.3f * static_cast<float>(s) + 0.02f * static_cast<float>(i));
+    const auto step = [&] {
+      const Tensor x = Tensor::from(xs, {2, 3, 16, 16});
+      const Tensor c = kiln::relu(kiln::conv2d(x, Tensor::from(ws, {4, 3, 3, 3}), Tensor(),
+                                               {.padding = {1, 1}}));
+      const Tensor m = kiln::matmul(kiln::reshape(c, {128, 16}), Tensor::from(ms, {16, 8}));
+      return kiln::abs(kiln::fft(kiln::complex(m, m * 0.5f)));
+    };
+    expect_close(step().eval(*gpu), step().eval(*reference), 1e-4);
+  }
+  EXPECT_EQ(GeneratedBackend::replays(), replayed + 3) << "steps 4 to 6 are replays";
+  EXPECT_EQ(kiln::detail::cuda::CublasMatmul::products(), products + 3)
+      << "cuBLAS is called by the first three steps only";
+  EXPECT_EQ(kiln::detail::cuda::CudnnConvolution::computed(), convolutions + 3);
+  EXPECT_EQ(kiln::detail::cuda::CufftTransform::computed(), transforms + 3);
+}
+
 TEST(Cuda, ConvolutionsAndTheirGradientsGoToCudnn) {
   REQUIRE_CUDA(gpu);
   const auto reference = kiln::reference_executor();

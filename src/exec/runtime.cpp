@@ -76,9 +76,10 @@ class Runtime final : public Executor {
     if (!plan.unrecordable && backend_->records() && ResultWatch::current() == nullptr &&
         !profiling_enabled()) {
       if (plan.recording) {
-        if (replay(structure, plan)) return;
-      } else if (++plan.evaluations >= kRecordedAt && record(structure, plan, kernels)) {
-        return;
+        if (replay(structure, plan)) return debug_note("replayed its recording");
+      } else if (++plan.evaluations >= kRecordedAt) {
+        if (record(structure, plan, kernels)) return debug_note("recorded it");
+        if (plan.unrecordable) debug_note("cannot record it: it runs kernel by kernel");
       }
     }
     run_kernels(structure, plan, kernels, /*in_place=*/true);
@@ -109,9 +110,11 @@ class Runtime final : public Executor {
     try {
       run_kernels(structure, plan, kernels, /*in_place=*/false);
       ran = true;
-    } catch (...) {
+    } catch (const std::exception& e) {
       // What cannot be recorded (a download, a host kernel) throws while recording; a true error
       // comes again below.
+      if (debug_enabled()) std::cerr << "[kiln] not recorded: " << e.what() << "\n";
+    } catch (...) {
     }
     keep_.clear();
     for (std::size_t s = 0; ran && s < nodes.size(); ++s)
@@ -207,6 +210,10 @@ class Runtime final : public Executor {
     std::cerr << "[kiln] schedule (" << backend_->name() << (setup.empty() ? "" : ", ") << setup
               << (cached ? ", cached" : "") << "):\n"
               << describe(kernels);
+  }
+
+  static void debug_note(const char* what) {
+    if (debug_enabled()) std::cerr << "[kiln] the schedule above: " << what << "\n";
   }
 
   // Notes a kernel the backend left to the reference code (executor_report, KILN_DEBUG).

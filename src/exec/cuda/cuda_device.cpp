@@ -47,6 +47,8 @@ struct DriverApi {
   decltype(&::cuGraphLaunch) graph_launch;
   decltype(&::cuGraphExecDestroy) graph_exec_destroy;
   decltype(&::cuGraphDestroy) graph_destroy;
+  decltype(&::cuStreamGetCaptureInfo) capture_info;
+  decltype(&::cuGraphExecKernelNodeSetParams) set_kernel_parameters;
   decltype(&::cuModuleLoadData) module_load;
   decltype(&::cuModuleUnload) module_unload;
   decltype(&::cuModuleGetFunction) module_function;
@@ -113,6 +115,8 @@ const DriverApi& driver_api() {
     need(driver, "cuGraphLaunch", a.graph_launch);
     need(driver, "cuGraphExecDestroy", a.graph_exec_destroy);
     need(driver, "cuGraphDestroy", a.graph_destroy);
+    need(driver, "cuStreamGetCaptureInfo_v3", a.capture_info);
+    need(driver, "cuGraphExecKernelNodeSetParams_v2", a.set_kernel_parameters);
     need(driver, "cuModuleLoadData", a.module_load);
     need(driver, "cuModuleUnload", a.module_unload);
     need(driver, "cuModuleGetFunction", a.module_function);
@@ -178,6 +182,26 @@ class CudaGraph final : public device::RecordedWork {
     device_->usable();
     device_->checked(device_->api_->graph_launch(exec_, device_->stream_), "cuGraphLaunch");
   }
+
+  void set_value(std::size_t value, std::uint64_t to) override {
+    CudaDevice::RecordedValue& v = values.at(value);
+    CudaDevice::KernelLaunch& launch = v.launch;
+    launch.values.at(v.argument) = to;
+    std::vector<void*> parameters(launch.values.size());
+    for (std::size_t i = 0; i < parameters.size(); ++i) parameters[i] = &launch.values[i];
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = launch.function;
+    p.gridDimX = launch.grid;
+    p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = launch.block;
+    p.blockDimY = p.blockDimZ = 1;
+    p.kernelParams = parameters.data();
+    device_->bind();
+    device_->checked(device_->api_->set_kernel_parameters(exec_, v.node, &p),
+                     "cuGraphExecKernelNodeSetParams");
+  }
+
+  std::vector<CudaDevice::RecordedValue> values;
 
  private:
   std::shared_ptr<CudaDevice> device_;
@@ -476,6 +500,9 @@ std::unique_ptr<device::RecordedWork> CudaDevice::end_recording() {
   bind();
   std::vector<std::shared_ptr<device::DeviceBuffer>> buffers;
   buffers.swap(recorded_buffers_);
+  std::vector<RecordedValue> values;
+  values.swap(recorded_values_);
+  last_launch_ = {};
   CUgraph graph = nullptr;
   // Fails where something broke the capture (a call the stream cannot capture); the stream
   // captures no more either way.
@@ -492,7 +519,26 @@ std::unique_ptr<device::RecordedWork> CudaDevice::end_recording() {
   }
   auto work = std::make_unique<CudaGraph>(shared_from_this(), graph, exec);
   work->buffers = std::move(buffers);
+  work->values = std::move(values);
   return work;
+}
+
+std::size_t CudaDevice::recorded_value(std::size_t argument) {
+  if (!gate_.here()) throw Error(ErrorCode::internal_error, "CUDA: no launch is being captured");
+  // The captured launch is what the stream's work now depends on.
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  CUgraph graph = nullptr;
+  const CUgraphNode* last = nullptr;
+  const CUgraphEdgeData* edges = nullptr;
+  std::size_t count = 0;
+  checked(api_->capture_info(stream_, &status, &id, &graph, &last, &edges, &count),
+          "cuStreamGetCaptureInfo");
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || count != 1 || last == nullptr ||
+      last_launch_.function == nullptr || argument >= last_launch_.values.size())
+    throw Error(ErrorCode::internal_error, "CUDA: the captured launch cannot be named");
+  recorded_values_.push_back({last[0], last_launch_, argument});
+  return recorded_values_.size() - 1;
 }
 
 std::unique_ptr<device::DeviceProgram> CudaDevice::load(const std::vector<unsigned char>& binary) {
@@ -552,6 +598,9 @@ void CudaDevice::launch(void* entry, std::span<const device::KernelArgument> arg
   }
   const std::size_t block = local != 0 ? local : std::min<std::size_t>(256, traits_.max_group);
   const std::size_t grid = (global + block - 1) / block;
+  if (gate_.here())
+    last_launch_ = {static_cast<CUfunction>(entry), static_cast<unsigned>(grid),
+                    static_cast<unsigned>(block), values};
   checked(api_->launch(static_cast<CUfunction>(entry), static_cast<unsigned>(grid), 1, 1,
                        static_cast<unsigned>(block), 1, 1, 0, stream_, parameters.data(),
                        nullptr),

@@ -76,6 +76,7 @@ class CudaDevice final : public device::DeviceApi,
   // instantiated once and launched as a whole each time it runs.
   void begin_recording() override;
   std::unique_ptr<device::RecordedWork> end_recording() override;
+  std::size_t recorded_value(std::size_t argument) override;
   bool records_libraries() const override { return true; }
   bool lost() const override { return lost_.load(std::memory_order_acquire); }
   void usable() const override;
@@ -132,6 +133,20 @@ class CudaDevice final : public device::DeviceApi,
   // buffers allocated meanwhile go with the graph.
   device::RecordingGate gate_;
   std::vector<std::shared_ptr<device::DeviceBuffer>> recorded_buffers_;
+  // A launch as cuGraphExecKernelNodeSetParams takes it again, and the captured launches whose
+  // value arguments the graph's runs change (recorded_value).
+  struct KernelLaunch {
+    CUfunction function = nullptr;
+    unsigned grid = 0, block = 0;
+    std::vector<std::uint64_t> values;  // every argument, as the kernel reads it
+  };
+  struct RecordedValue {
+    CUgraphNode node;
+    KernelLaunch launch;
+    std::size_t argument;
+  };
+  KernelLaunch last_launch_;  // while capturing
+  std::vector<RecordedValue> recorded_values_;
 };
 
 }  // namespace kiln::detail::cuda

@@ -44,6 +44,8 @@ class RecordedWork {
  public:
   virtual ~RecordedWork() = default;
   virtual void run() = 0;
+  // Sets a value argument the recording named (DeviceApi::recorded_value) for the runs after.
+  virtual void set_value(std::size_t value, std::uint64_t to) = 0;
   // The bytes of the buffers allocated while recording.
   std::size_t bytes() const {
     std::size_t total = 0;
@@ -102,6 +104,9 @@ class DeviceApi : public Device {
   // stream capture does; an API that lists only its own launches does not).
   virtual void begin_recording() = 0;
   virtual std::unique_ptr<RecordedWork> end_recording() = 0;
+  // While recording: names the value argument `argument` of the launch just recorded (a random
+  // seed, which each evaluation has its own of), for RecordedWork::set_value.
+  virtual std::size_t recorded_value(std::size_t argument) = 0;
   virtual bool records_libraries() const = 0;
 
   // A device that stops answering (a driver reset, a GPU fallen off the bus) is lost for good:

@@ -127,13 +127,10 @@ KernelOutcome GeneratedBackend::run(const KernelRun& r) {
   arguments.reserve(results.size() + inputs.size() + 4);
   for (const Output& o : results) arguments.push_back({o.memory.get()});
   for (const auto& m : inputs) arguments.push_back({m.get()});
-  if (rk.seed_of >= 0) {
-    // The seed is a value of each evaluation (not of the structure): a recording would keep it.
-    if (recording_)
-      throw Error(ErrorCode::internal_error, "a random seed cannot be recorded");
+  const std::size_t seed_argument = arguments.size();
+  if (rk.seed_of >= 0)
     arguments.push_back(
         {nullptr, r.structure.nodes()[static_cast<std::size_t>(rk.seed_of)]->attrs.seed});
-  }
   std::shared_ptr<DeviceBuffer> bad;
   if (rk.index_check && recording_) {
     // One flag for the recording's kernels, set to zero by the recording before the first, read
@@ -157,6 +154,11 @@ KernelOutcome GeneratedBackend::run(const KernelRun& r) {
     arguments.push_back({scratch.get()});
   }
   device_->launch(p.entry, arguments, rk.global_size, rk.local_size);
+  if (rk.seed_of >= 0 && recording_) {
+    // The seed is a value of each evaluation, not of the structure: each replay sets its own.
+    recording_->recorded->seeds.push_back(
+        {device_->recorded_value(seed_argument), rk.seed_of});
+  }
   if (scratch && !rk.merge_entry.empty()) {
     // The queue is in order: the merge reads the partials the first launch wrote, and the
     // scratch buffer goes back to the pool only for work queued after both.

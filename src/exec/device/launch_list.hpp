@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "exec/device/device_api.hpp"
@@ -25,6 +26,16 @@ class LaunchList final : public RecordedWork {
     steps_.push_back({nullptr, {}, bytes, 0, &from, &to});
   }
 
+  // The argument of the last launch added.
+  std::size_t value(std::size_t argument) {
+    values_.emplace_back(steps_.size() - 1, argument);
+    return values_.size() - 1;
+  }
+  void set_value(std::size_t value, std::uint64_t to) override {
+    const auto [step, argument] = values_.at(value);
+    steps_[step].arguments.at(argument).value = to;
+  }
+
   void run() override {
     for (const Step& s : steps_) {
       if (s.entry != nullptr) device_.launch(s.entry, s.arguments, s.global, s.local);
@@ -42,6 +53,7 @@ class LaunchList final : public RecordedWork {
   };
   DeviceApi& device_;
   std::vector<Step> steps_;
+  std::vector<std::pair<std::size_t, std::size_t>> values_;  // named arguments: step, argument
 };
 
 }  // namespace kiln::detail::device

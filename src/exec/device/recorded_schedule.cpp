@@ -8,8 +8,8 @@
 // buffers allocated while recording, which it keeps. Each replay copies this evaluation's inputs
 // in, runs the recording, and copies the results that outlive the evaluation (targets, nodes the
 // program holds) out to new buffers, so that no result a program holds is ever overwritten by a
-// later replay. Only what is the same in every evaluation of a structure is recorded: a random
-// seed (a value of each evaluation), an upload, a download or a kernel left to the host make the
+// later replay. Random kernels' seeds, values of each evaluation rather than of the structure, are
+// set anew before each replay. An upload, a download or a kernel left to the host make the
 // schedule one that is not recorded. Kernels that check their indices (gather, scatter_add) set a
 // flag of the recording's, read after each run: where it is set, nothing is copied out and the
 // evaluation runs again the ordinary way, which reports the index as the reference does.
@@ -128,6 +128,8 @@ bool GeneratedBackend::replay(const GraphStructure& structure, SchedulePlan& pla
   device_->usable();
   for (const auto& in : r.inputs)
     fill_copy(*nodes[static_cast<std::size_t>(in.node)]->result, *in.copy, in.bytes);
+  for (const auto& seed : r.seeds)
+    r.work->set_value(seed.value, nodes[static_cast<std::size_t>(seed.node)]->attrs.seed);
   r.work->run();
   if (index_out_of_range(r)) return false;
   copy_out(structure, r, keep);

@@ -31,6 +31,12 @@ struct GeneratedBackend::Recorded final : PreparedKernel {
   std::vector<std::pair<int, std::size_t>> aliases;
   // Per node position: the recording's buffer the node's values end in, or null.
   std::vector<const DeviceBuffer*> results;
+  // The random kernels' seeds: the work's name of the argument, and the node whose seed it is.
+  struct Seed {
+    std::size_t value;
+    int node;
+  };
+  std::vector<Seed> seeds;
   // Set by a kernel that met an index out of range (a buffer of the work's), or null.
   const DeviceBuffer* flag = nullptr;
   std::uint64_t epoch = 0;  // GeneratedBackend::library_epoch() when recorded

@@ -442,6 +442,11 @@ std::unique_ptr<device::RecordedWork> OpenClDevice::end_recording() {
   return work;
 }
 
+std::size_t OpenClDevice::recorded_value(std::size_t argument) {
+  if (!gate_.here()) throw Error(ErrorCode::internal_error, "OpenCL: no launch is being recorded");
+  return recording_->value(argument);
+}
+
 void OpenClDevice::not_while_recording(const char* what) {
   if (gate_.here())
     throw Error(ErrorCode::internal_error,

@@ -88,6 +88,7 @@ class OpenClDevice final : public device::DeviceApi,
   // commands end it, see enqueued()).
   void begin_recording() override;
   std::unique_ptr<device::RecordedWork> end_recording() override;
+  std::size_t recorded_value(std::size_t argument) override;
   bool records_libraries() const override { return false; }
 
   // The in-order queue, for a library that queues its own kernels (CLBlast); it calls
