@@ -87,6 +87,9 @@ class Runtime final : public Executor {
 
   // The first evaluation compiles the kernels; a second says the schedule is repeated.
   static constexpr int kRecordedAt = 3;
+  // A replay copies inputs in and results out: for a schedule of fewer kernels than this, those
+  // copies cost about what launching its kernels one by one does (`x = x + 1; x.eval()`).
+  static constexpr std::size_t kFewestKernelsRecorded = 4;
 
   bool record(const GraphStructure& structure, SchedulePlan& plan,
               const std::vector<Kernel>& kernels) {
@@ -94,7 +97,7 @@ class Runtime final : public Executor {
     const bool empty = std::any_of(kernels.begin(), kernels.end(),
                                    [](const Kernel& k) { return k.root->numel() == 0; });
     bool began = false;
-    if (!empty) {
+    if (!empty && kernels.size() >= kFewestKernelsRecorded) {
       try {
         began = backend_->begin_recording(structure, plan);
       } catch (...) {

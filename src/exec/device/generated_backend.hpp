@@ -5,6 +5,7 @@
 // names itself, says what it fuses, and may hand kernels to its own libraries (BLAS products).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -112,7 +113,7 @@ class GeneratedBackend : public Backend {
   bool index_out_of_range(const Recorded& recorded);
   std::unique_ptr<Recording> recording_;  // while an evaluation is recorded
   std::shared_ptr<DeviceBuffer> zero_;    // 4 bytes of zero, a recording's flag's first value
-  std::size_t recorded_bytes_ = 0;        // held by the recordings alive
+  std::atomic<std::size_t> recorded_bytes_{0};  // held by the recordings alive
 
   // Whether the device's arithmetic gives the host's NaN bits by itself (one small kernel).
   bool follows_nan_rule();

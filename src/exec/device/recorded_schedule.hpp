@@ -2,6 +2,7 @@
 // while recording one. Only the generated backend's files include this header.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,7 +21,7 @@ struct GeneratedBackend::Recorded final : PreparedKernel {
     std::shared_ptr<DeviceBuffer> copy;
     std::size_t bytes;
   };
-  explicit Recorded(std::size_t& held) : held_(held) {}
+  explicit Recorded(std::atomic<std::size_t>& held) : held_(held) {}
   ~Recorded() override { held_ -= counted; }
   Recorded(const Recorded&) = delete;
   Recorded& operator=(const Recorded&) = delete;
@@ -45,7 +46,8 @@ struct GeneratedBackend::Recorded final : PreparedKernel {
   std::unique_ptr<RecordedWork> work;  // last: it goes before the buffers it names
 
  private:
-  std::size_t& held_;  // the backend's recorded_bytes_
+  // The backend's recorded_bytes_ (a compiled function's recording may go on any thread).
+  std::atomic<std::size_t>& held_;
 };
 
 struct GeneratedBackend::Recording {
