@@ -89,7 +89,12 @@ class Runtime final : public Executor {
   static constexpr int kRecordedAt = 3;
   // A replay copies inputs in and results out: for a schedule of fewer kernels than this, those
   // copies cost about what launching its kernels one by one does (`x = x + 1; x.eval()`).
-  static constexpr std::size_t kFewestKernelsRecorded = 4;
+  // KILN_GRAPH_MIN_KERNELS changes it (tests record every schedule with 1).
+  const std::size_t fewest_kernels_recorded_ = [] {
+    const char* v = std::getenv("KILN_GRAPH_MIN_KERNELS");
+    return v != nullptr && *v != '\0' ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10))
+                                       : std::size_t{4};
+  }();
 
   bool record(const GraphStructure& structure, SchedulePlan& plan,
               const std::vector<Kernel>& kernels) {
@@ -97,7 +102,7 @@ class Runtime final : public Executor {
     const bool empty = std::any_of(kernels.begin(), kernels.end(),
                                    [](const Kernel& k) { return k.root->numel() == 0; });
     bool began = false;
-    if (!empty && kernels.size() >= kFewestKernelsRecorded) {
+    if (!empty && kernels.size() >= fewest_kernels_recorded_) {
       try {
         began = backend_->begin_recording(structure, plan);
       } catch (...) {
