@@ -98,11 +98,14 @@ class Runtime final : public Executor {
 
   bool record(const GraphStructure& structure, SchedulePlan& plan,
               const std::vector<Kernel>& kernels) {
-    // An empty result is made on the host, not by a kernel.
-    const bool empty = std::any_of(kernels.begin(), kernels.end(),
-                                   [](const Kernel& k) { return k.root->numel() == 0; });
+    // An empty result is made on the host, not by a kernel; a kernel the backend leaves to the
+    // host reads values the recording has not computed (and would wait for the device).
+    const bool on_device = std::all_of(kernels.begin(), kernels.end(), [&](const Kernel& k) {
+      return k.root->numel() != 0 && !left_to_host(*k.root, policy_) &&
+             backend_->supports(k, reason_);
+    });
     bool began = false;
-    if (!empty && kernels.size() >= fewest_kernels_recorded_) {
+    if (on_device && kernels.size() >= fewest_kernels_recorded_) {
       try {
         began = backend_->begin_recording(structure, plan);
       } catch (...) {
@@ -115,8 +118,11 @@ class Runtime final : public Executor {
     }
     const std::vector<Node*>& nodes = structure.nodes();
     bool ran = false;
+    keep_.clear();
     try {
       run_kernels(structure, plan, kernels, /*in_place=*/false);
+      for (std::size_t s = 0; s < nodes.size(); ++s)
+        if (plan.computed[s] && nodes[s]->result) keep_.push_back(static_cast<int>(s));
       ran = true;
     } catch (const std::exception& e) {
       // What cannot be recorded (a download, a host kernel) throws while recording; a true error
@@ -124,9 +130,6 @@ class Runtime final : public Executor {
       if (debug_enabled()) std::cerr << "[kiln] not recorded: " << e.what() << "\n";
     } catch (...) {
     }
-    keep_.clear();
-    for (std::size_t s = 0; ran && s < nodes.size(); ++s)
-      if (plan.computed[s] && nodes[s]->result) keep_.push_back(static_cast<int>(s));
     if (backend_->end_recording(structure, plan, keep_, ran)) return true;
     // Kept or not, the recording gave no values: they come from an ordinary run.
     plan.unrecordable = plan.recording == nullptr;

@@ -35,7 +35,7 @@ class CudaBackend final : public device::GeneratedBackend {
         fft_(std::move(device)) {
     // A repeated schedule (a training step) is captured once as a CUDA graph and launched as a
     // whole from then on (recorded_schedule.cpp); KILN_CUDA_GRAPHS=0 launches kernel by kernel.
-    records_ = !environment_is("KILN_CUDA_GRAPHS", "0");
+    records_ = device_->records() && !environment_is("KILN_CUDA_GRAPHS", "0");
   }
 
   std::string_view name() const override { return "cuda"; }

@@ -41,14 +41,15 @@ struct DriverApi {
   decltype(&::cuEventDestroy) event_destroy;
   decltype(&::cuMemcpyDtoHAsync) download;
   decltype(&::cuMemcpyDtoDAsync) copy;
-  decltype(&::cuStreamBeginCapture) begin_capture;
+  decltype(&::cuStreamBeginCapture_v2) begin_capture;
   decltype(&::cuStreamEndCapture) end_capture;
   decltype(&::cuGraphInstantiate) graph_instantiate;
   decltype(&::cuGraphLaunch) graph_launch;
   decltype(&::cuGraphExecDestroy) graph_exec_destroy;
   decltype(&::cuGraphDestroy) graph_destroy;
-  decltype(&::cuStreamGetCaptureInfo) capture_info;
-  decltype(&::cuGraphExecKernelNodeSetParams) set_kernel_parameters;
+  decltype(&::cuStreamGetCaptureInfo_v3) capture_info;
+  decltype(&::cuGraphExecKernelNodeSetParams_v2) set_kernel_parameters;
+  bool graphs;  // whether the entry points above it are there
   decltype(&::cuModuleLoadData) module_load;
   decltype(&::cuModuleUnload) module_unload;
   decltype(&::cuModuleGetFunction) module_function;
@@ -109,14 +110,18 @@ const DriverApi& driver_api() {
     need(driver, "cuEventDestroy_v2", a.event_destroy);
     need(driver, "cuMemcpyDtoHAsync_v2", a.download);
     need(driver, "cuMemcpyDtoDAsync_v2", a.copy);
-    need(driver, "cuStreamBeginCapture_v2", a.begin_capture);
-    need(driver, "cuStreamEndCapture", a.end_capture);
-    need(driver, "cuGraphInstantiateWithFlags", a.graph_instantiate);
-    need(driver, "cuGraphLaunch", a.graph_launch);
-    need(driver, "cuGraphExecDestroy", a.graph_exec_destroy);
-    need(driver, "cuGraphDestroy", a.graph_destroy);
-    need(driver, "cuStreamGetCaptureInfo_v3", a.capture_info);
-    need(driver, "cuGraphExecKernelNodeSetParams_v2", a.set_kernel_parameters);
+    // CUDA graphs (recorded schedules): a driver without one of these calls (before 12.3)
+    // launches kernel by kernel.
+    std::string absent;
+    a.graphs = cuda::resolve(driver, "cuStreamBeginCapture_v2", a.begin_capture, absent) &&
+               cuda::resolve(driver, "cuStreamEndCapture", a.end_capture, absent) &&
+               cuda::resolve(driver, "cuGraphInstantiateWithFlags", a.graph_instantiate, absent) &&
+               cuda::resolve(driver, "cuGraphLaunch", a.graph_launch, absent) &&
+               cuda::resolve(driver, "cuGraphExecDestroy", a.graph_exec_destroy, absent) &&
+               cuda::resolve(driver, "cuGraphDestroy", a.graph_destroy, absent) &&
+               cuda::resolve(driver, "cuStreamGetCaptureInfo_v3", a.capture_info, absent) &&
+               cuda::resolve(driver, "cuGraphExecKernelNodeSetParams_v2",
+                             a.set_kernel_parameters, absent);
     need(driver, "cuModuleLoadData", a.module_load);
     need(driver, "cuModuleUnload", a.module_unload);
     need(driver, "cuModuleGetFunction", a.module_function);
@@ -250,6 +255,7 @@ std::shared_ptr<CudaDevice> CudaDevice::open() {
   d->checked(api.retain_context(&d->context_, d->device_), "cuDevicePrimaryCtxRetain");
   d->checked(api.set_current(d->context_), "cuCtxSetCurrent");
   d->checked(api.stream_create(&d->stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  d->api_has_graphs_ = api.graphs;
   if (const char* staging = std::getenv("KILN_CUDA_STAGING"); staging != nullptr)
     d->use_staging_ = std::string_view(staging) != "0";
   return d;
@@ -328,14 +334,16 @@ std::shared_ptr<device::DeviceBuffer> CudaDevice::allocate(std::size_t bytes) {
   usable();
   const auto gate = gate_.pass();
   if (gate_.here()) {
+    const std::size_t size = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
+    if (auto again = recorded_buffers_.reuse(size)) return again;
     // cuMemAlloc is allowed while capturing (relaxed mode).
-    recorded_buffers_.push_back(unrecorded_allocation(bytes));
-    return recorded_buffers_.back();
+    return recorded_buffers_.add(unrecorded_allocation(bytes, /*may_release=*/false));
   }
   return unrecorded_allocation(bytes);
 }
 
-std::shared_ptr<device::DeviceBuffer> CudaDevice::unrecorded_allocation(std::size_t bytes) {
+std::shared_ptr<device::DeviceBuffer> CudaDevice::unrecorded_allocation(std::size_t bytes,
+                                                                        bool may_release) {
   const std::size_t size = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
   {
     std::lock_guard lock(pool_mutex_);
@@ -350,7 +358,7 @@ std::shared_ptr<device::DeviceBuffer> CudaDevice::unrecorded_allocation(std::siz
   }
   CUdeviceptr ptr = 0;
   CUresult status = api_->alloc(&ptr, size);
-  if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+  if (status == CUDA_ERROR_OUT_OF_MEMORY && may_release) {
     release_pool();  // what the pool keeps may be what is missing
     status = api_->alloc(&ptr, size);
   }
@@ -368,7 +376,9 @@ void CudaDevice::give_back(CUdeviceptr ptr, std::size_t bytes) {
   allocated_.fetch_sub(bytes, std::memory_order_relaxed);
   {
     std::lock_guard lock(pool_mutex_);
-    if (pooled_bytes_ + bytes <= kMostPooledBytes) {
+    // While capturing, cuMemFree (which waits for the device) would break the capture: the pool
+    // keeps the buffer past its bound until the next allocation outside a capture.
+    if (pooled_bytes_ + bytes <= kMostPooledBytes || gate_.active()) {
       pool_.emplace(bytes, ptr);
       pooled_bytes_ += bytes;
       return;
@@ -485,6 +495,8 @@ void CudaDevice::not_while_recording(const char* what) {
 
 void CudaDevice::begin_recording() {
   usable();
+  if (!api_has_graphs_)
+    throw Error(ErrorCode::internal_error, "CUDA: the driver has no graph calls to record with");
   if (!gate_.begin())
     throw Error(ErrorCode::internal_error, "CUDA: a capture began inside another");
   // Relaxed: buffers are allocated while capturing (and kept with the graph).
@@ -498,8 +510,7 @@ void CudaDevice::begin_recording() {
 std::unique_ptr<device::RecordedWork> CudaDevice::end_recording() {
   if (!gate_.here()) return nullptr;
   bind();
-  std::vector<std::shared_ptr<device::DeviceBuffer>> buffers;
-  buffers.swap(recorded_buffers_);
+  std::vector<std::shared_ptr<device::DeviceBuffer>> buffers = recorded_buffers_.take();
   std::vector<RecordedValue> values;
   values.swap(recorded_values_);
   last_launch_ = {};

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "exec/device/device_api.hpp"
+#include "exec/device/recorded_buffers.hpp"
 #include "exec/device/recording_gate.hpp"
 
 namespace kiln::detail::cuda {
@@ -78,6 +79,8 @@ class CudaDevice final : public device::DeviceApi,
   std::unique_ptr<device::RecordedWork> end_recording() override;
   std::size_t recorded_value(std::size_t argument) override;
   bool records_libraries() const override { return true; }
+  // Whether the driver has the graph calls recording needs (CUDA 12.3 and later).
+  bool records() const { return api_has_graphs_; }
   bool lost() const override { return lost_.load(std::memory_order_acquire); }
   void usable() const override;
   void bind() const;  // makes the device's context current on the calling thread
@@ -94,7 +97,11 @@ class CudaDevice final : public device::DeviceApi,
   void checked(CUresult status, const char* call);  // throws, noting a lost device first
   void give_back(CUdeviceptr ptr, std::size_t bytes);
   void release_pool();
-  std::shared_ptr<device::DeviceBuffer> unrecorded_allocation(std::size_t bytes);
+  // A buffer from the pool or the driver; `may_release`: whether running out of memory may
+  // give the pool's buffers back to the driver first (not while capturing: the stream cannot be
+  // waited for, and work queued before the capture may still use them).
+  std::shared_ptr<device::DeviceBuffer> unrecorded_allocation(std::size_t bytes,
+                                                              bool may_release = true);
   void not_while_recording(const char* what);  // throws on the recording thread
 
   const DriverApi* api_ = nullptr;
@@ -102,6 +109,7 @@ class CudaDevice final : public device::DeviceApi,
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
   std::atomic<bool> lost_{false};
+  bool api_has_graphs_ = false;
   std::string name_, driver_, options_, architecture_;
   DeviceTraits traits_;
   std::size_t total_memory_ = 0;
@@ -132,7 +140,7 @@ class CudaDevice final : public device::DeviceApi,
   // While the stream captures a graph: the gate keeps other threads' calls out of it, and the
   // buffers allocated meanwhile go with the graph.
   device::RecordingGate gate_;
-  std::vector<std::shared_ptr<device::DeviceBuffer>> recorded_buffers_;
+  device::RecordedBuffers recorded_buffers_;
   // A launch as cuGraphExecKernelNodeSetParams takes it again, and the captured launches whose
   // value arguments the graph's runs change (recorded_value).
   struct KernelLaunch {

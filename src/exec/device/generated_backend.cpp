@@ -137,7 +137,8 @@ KernelOutcome GeneratedBackend::run(const KernelRun& r) {
     // after each run of it (recorded_schedule.cpp).
     Recorded& recorded = *recording_->recorded;
     if (recorded.flag == nullptr) {
-      recorded.flag = device_->allocate(sizeof(std::int32_t)).get();
+      recording_->flag = device_->allocate(sizeof(std::int32_t));
+      recorded.flag = recording_->flag.get();
       device_->copy(*zero_, *recorded.flag, sizeof(std::int32_t));
     }
     arguments.push_back({recorded.flag});

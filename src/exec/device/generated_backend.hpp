@@ -113,7 +113,9 @@ class GeneratedBackend : public Backend {
   bool index_out_of_range(const Recorded& recorded);
   std::unique_ptr<Recording> recording_;  // while an evaluation is recorded
   std::shared_ptr<DeviceBuffer> zero_;    // 4 bytes of zero, a recording's flag's first value
-  std::atomic<std::size_t> recorded_bytes_{0};  // held by the recordings alive
+  // Bytes held by the recordings alive.
+  std::shared_ptr<std::atomic<std::size_t>> recorded_bytes_ =
+      std::make_shared<std::atomic<std::size_t>>(0);
 
   // Whether the device's arithmetic gives the host's NaN bits by itself (one small kernel).
   bool follows_nan_rule();

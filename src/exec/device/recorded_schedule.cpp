@@ -68,7 +68,8 @@ bool GeneratedBackend::begin_recording(const GraphStructure& structure, Schedule
       r.inputs.push_back({slot, std::move(copy), bytes});
     }
   }
-  if (recorded_bytes_ + r.bytes > kMostRecordedBytes) return false;
+  if (*recorded_bytes_ + r.bytes > kMostRecordedBytes) return false;
+  r.epoch = library_epoch();
   if (!zero_) {
     const std::int32_t zero = 0;
     zero_ = device_->allocate(sizeof zero);
@@ -88,12 +89,18 @@ bool GeneratedBackend::end_recording(const GraphStructure& structure, SchedulePl
   std::shared_ptr<Recorded> r = std::move(recording->recorded);
   r->bytes += work->bytes();
   r->work = std::move(work);
-  r->epoch = library_epoch();
+  // A library that dropped state while recording (cuFFT's plans) leaves the work stale.
+  if (r->epoch != library_epoch()) return false;
   // A result the backend did not publish (none is expected) cannot be copied out.
-  for (int slot : keep)
-    if (r->results[static_cast<std::size_t>(slot)] == nullptr) return false;
-  if (recorded_bytes_ + r->bytes > kMostRecordedBytes) return false;
-  recorded_bytes_ += r->bytes;
+  std::vector<const DeviceBuffer*> kept(r->results.size(), nullptr);
+  for (int slot : keep) {
+    const auto s = static_cast<std::size_t>(slot);
+    if (r->results[s] == nullptr) return false;
+    kept[s] = r->results[s];
+  }
+  r->results = std::move(kept);
+  if (*recorded_bytes_ + r->bytes > kMostRecordedBytes) return false;
+  *recorded_bytes_ += r->bytes;
   r->counted = r->bytes;
   recorded.fetch_add(1, std::memory_order_relaxed);
   plan.recording = r;
@@ -113,8 +120,8 @@ bool GeneratedBackend::replay(const GraphStructure& structure, SchedulePlan& pla
     return false;
   }
   const std::vector<Node*>& nodes = structure.nodes();
-  // Every node the recorded evaluation computed has its values in a buffer of the recording;
-  // checked all the same, as are the inputs this evaluation must still have.
+  // A node the program holds now whose result the recorded evaluation released (its buffer may
+  // have served a later kernel) makes this evaluation an ordinary one, as does a missing input.
   for (int slot : keep)
     if (r.results[static_cast<std::size_t>(slot)] == nullptr) return false;
   for (const auto& in : r.inputs)

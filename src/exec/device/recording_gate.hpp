@@ -23,6 +23,8 @@ class RecordingGate {
     thread_.store(std::thread::id{}, std::memory_order_release);
     held_.unlock();
   }
+  // Whether a thread is recording.
+  bool active() const { return thread_.load(std::memory_order_acquire) != std::thread::id{}; }
   // Whether the calling thread is recording.
   bool here() const { return thread_.load(std::memory_order_acquire) == std::this_thread::get_id(); }
   // For a device call on any thread: waits while another thread records, and keeps a recording

@@ -246,16 +246,16 @@ std::size_t OpenClDevice::bytes_of(DType dtype, std::int64_t numel) const {
 std::shared_ptr<device::DeviceBuffer> OpenClDevice::allocate(std::size_t bytes) {
   usable();
   const auto gate = gate_.pass();
-  if (gate_.here()) {
-    recording_->buffers.push_back(unrecorded_allocation(bytes));
-    return recording_->buffers.back();
-  }
-  return unrecorded_allocation(bytes);
-}
-
-std::shared_ptr<device::DeviceBuffer> OpenClDevice::unrecorded_allocation(std::size_t bytes) {
   // Sizes round up to 256 bytes, so that buffers of nearby sizes share the pool.
   const std::size_t size = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
+  if (gate_.here()) {
+    if (auto again = recorded_buffers_.reuse(size)) return again;
+    return recorded_buffers_.add(unrecorded_allocation(size));
+  }
+  return unrecorded_allocation(size);
+}
+
+std::shared_ptr<device::DeviceBuffer> OpenClDevice::unrecorded_allocation(std::size_t size) {
   {
     std::lock_guard lock(pool_mutex_);
     auto it = pool_.find(size);
@@ -438,6 +438,7 @@ void OpenClDevice::begin_recording() {
 std::unique_ptr<device::RecordedWork> OpenClDevice::end_recording() {
   if (!gate_.here()) return nullptr;
   std::unique_ptr<device::RecordedWork> work = std::move(recording_);
+  work->buffers = recorded_buffers_.take();
   gate_.end();
   return work;
 }

@@ -21,6 +21,7 @@
 
 #include "exec/device/device_api.hpp"
 #include "exec/device/launch_list.hpp"
+#include "exec/device/recorded_buffers.hpp"
 #include "exec/device/recording_gate.hpp"
 
 namespace kiln::detail::opencl {
@@ -114,6 +115,7 @@ class OpenClDevice final : public device::DeviceApi,
   void not_while_recording(const char* what);  // throws on the recording thread
 
   std::unique_ptr<device::LaunchList> recording_;  // while gate_.here() (evaluations are serialised)
+  device::RecordedBuffers recorded_buffers_;
   device::RecordingGate gate_;
 
   cl_device_id device_ = nullptr;
