@@ -26,8 +26,10 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
@@ -183,11 +185,26 @@ std::string difference(const Result& want, const Result& got) {
   return "";
 }
 
+// kiln::executors(), the reference first; KILN_TEST_EXECUTORS (names with commas) keeps only the
+// executors it names after the reference: the runs under a forced instruction set (ctest's
+// cpu_avx2, cpu_generic) compare the CPU executor, the only one the instruction set changes.
+std::vector<std::shared_ptr<kiln::Executor>> compared_executors() {
+  std::vector<std::shared_ptr<kiln::Executor>> all = kiln::executors();
+  const char* only = std::getenv("KILN_TEST_EXECUTORS");
+  if (only == nullptr || *only == '\0') return all;
+  const std::string names = std::string(",") + only + ",";
+  std::vector<std::shared_ptr<kiln::Executor>> kept{all.front()};
+  for (std::size_t e = 1; e < all.size(); ++e)
+    if (names.find("," + std::string(all[e]->name()) + ",") != std::string::npos)
+      kept.push_back(all[e]);
+  return kept;
+}
+
 // Builds the graph afresh for each executor (an evaluated node keeps its result) and compares
 // every executor's values with the reference's. Returns the number of comparisons.
 int compare_executors(const std::string& what, const std::function<Tensor()>& build) {
   kiln_test::ExecutorGuard guard;
-  const auto all = kiln::executors();
+  const auto all = compared_executors();
   kiln::set_executor(all.front());
   const Result want = read(build());
   int compared = 0;
