@@ -377,7 +377,8 @@ void CudaDevice::give_back(CUdeviceptr ptr, std::size_t bytes) {
   {
     std::lock_guard lock(pool_mutex_);
     // While capturing, cuMemFree (which waits for the device) would break the capture: the pool
-    // keeps the buffer past its bound until the next allocation outside a capture.
+    // keeps the buffer past its bound, until an allocation takes it or running out of memory
+    // empties the pool.
     if (pooled_bytes_ + bytes <= kMostPooledBytes || gate_.active()) {
       pool_.emplace(bytes, ptr);
       pooled_bytes_ += bytes;
